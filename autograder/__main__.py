@@ -1,0 +1,91 @@
+"""The course's command line: ``python -m autograder COMMAND``.
+
+generate   write chapters/ (student notebooks) and autograder/reference/ from solutions/
+check      execute instructor and student notebooks; the reference must pass every test
+           cell and the untouched student notebook must fail every one
+book       build the student and instructor editions of the book (warnings are errors)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from autograder import course
+
+
+def _assignments(selected: list[str] | None) -> list[str]:
+    known = course.assignments()
+    unknown = sorted(set(selected or []) - set(known))
+    if unknown:
+        sys.exit(f"unknown assignment(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return selected or known
+
+
+def cmd_generate(args) -> int:
+    from autograder.reference_export import write_reference
+    from autograder.release import generate_student_notebooks
+
+    assignments = _assignments(args.assignment)
+    for assignment in assignments:
+        write_reference(assignment)
+        print(f"wrote {course.reference_module_path(assignment).relative_to(course.ROOT)}")
+    generate_student_notebooks(assignments, course.CHAPTERS)
+    for assignment in assignments:
+        print(f"wrote {course.student_notebook(assignment).relative_to(course.ROOT)}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from autograder.execute import executed
+    from autograder.validate import errors_outside_tests, graded_cells
+
+    failures = 0
+    for assignment in _assignments(args.assignment):
+        for label, path, want_full in (
+            ("reference", course.solution_notebook(assignment), True),
+            ("student stub", course.student_notebook(assignment), False),
+        ):
+            nb = executed(path)
+            print(f"{assignment} ({label}):")
+            for result in graded_cells(nb):
+                ok = result.score == result.max_score if want_full else result.score == 0
+                failures += not ok
+                mark = "ok  " if ok else "FAIL"
+                print(f"  {mark} {result.grade_id:<32} {result.score:g}/{result.max_score:g} {result.reason}")
+            if want_full:
+                for problem in errors_outside_tests(nb):
+                    failures += 1
+                    print(f"  FAIL {problem}")
+    print("all checks passed" if not failures else f"{failures} check(s) failed")
+    return 1 if failures else 0
+
+
+def cmd_book(args) -> int:
+    from autograder.book import build
+
+    for edition in args.edition or ["student", "instructor"]:
+        print(f"built the {edition} edition: {build(edition).relative_to(course.ROOT)}/index.html")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    generate = commands.add_parser("generate", help="write chapters/ and autograder/reference/ from solutions/")
+    generate.add_argument("assignment", nargs="*", help="assignment ids (default: all)")
+    generate.set_defaults(run=cmd_generate)
+    check = commands.add_parser("check", help="validate every notebook both ways")
+    check.add_argument("assignment", nargs="*", help="assignment ids (default: all)")
+    check.set_defaults(run=cmd_check)
+    book = commands.add_parser("book", help="build the books")
+    book.add_argument("--edition", action="append", choices=["student", "instructor"], help="default: both")
+    book.set_defaults(run=cmd_book)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

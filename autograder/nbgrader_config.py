@@ -1,0 +1,36 @@
+"""nbgrader configuration for the course.
+
+nbgrader finds this file when it runs with ``autograder/`` as the working directory or with
+``JUPYTER_CONFIG_PATH`` pointing here; ``python -m autograder`` does the latter for you.
+
+The course root is the repository root: instructor notebooks live in ``solutions/`` (the
+nbgrader source), the student notebooks that ``generate_assignment`` writes go to
+``chapters/`` (committed), and everything produced while grading a class goes to the ignored
+working folder ``autograder/work/``.
+"""
+
+from pathlib import Path
+
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+c = get_config()  # noqa: F821  (injected by traitlets when nbgrader loads this file)
+
+_root = Path(__file__).resolve().parent.parent
+_work = _root / "autograder" / "work"
+
+c.CourseDirectory.course_id = "attention-step-by-step"
+c.CourseDirectory.root = str(_root)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "chapters"
+c.CourseDirectory.submitted_directory = "autograder/work/submitted"
+c.CourseDirectory.autograded_directory = "autograder/work/autograded"
+c.CourseDirectory.feedback_directory = "autograder/work/feedback"
+c.CourseDirectory.solution_directory = "autograder/work/released_solutions"
+c.CourseDirectory.db_url = f"sqlite:///{_work / 'gradebook.db'}"
+
+# Only notebooks are released; the instructor's execution artefacts never are.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "_build"]
+
+# Feedback must not show the hidden tests' source.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

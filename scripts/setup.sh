@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# README's first command: set everything up on a fresh machine, then build the book.
+#   .venv/            Python environment with the pinned requirements and the course package
+#   .venv/npm/        MathJax 3 from npm, served locally by the book (no CDN)
+#   _build/student/   the student edition      _build/instructor/   the instructor edition
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MATHJAX_VERSION=3.2.2
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+
+if [ ! -f .venv/npm/node_modules/mathjax/es5/tex-chtml.js ] \
+   || ! grep -q "\"version\": \"$MATHJAX_VERSION\"" .venv/npm/node_modules/mathjax/package.json; then
+    mkdir -p .venv/npm
+    npm install --silent --no-audit --no-fund --prefix .venv/npm "mathjax@$MATHJAX_VERSION"
+fi
+
+.venv/bin/python -m autograder book

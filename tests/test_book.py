@@ -1,0 +1,78 @@
+"""Both editions build with warnings as errors, offline, and show what readers should see."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from bs4 import BeautifulSoup
+
+from autograder import book, course
+
+EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)
+
+
+def _pages(html_dir):
+    return sorted(p for p in html_dir.rglob("*.html") if "_static" not in p.parts)
+
+
+def _image_outputs(nb) -> int:
+    return sum(
+        1
+        for cell in nb.cells
+        if book.is_demo_cell(cell)
+        for output in cell.get("outputs", [])
+        if any(key.startswith("image/") for key in output.get("data", {}))
+    )
+
+
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_no_page_loads_anything_from_another_host(edition, request):
+    html_dir = request.getfixturevalue(f"{edition}_html")
+    offenders = []
+    for page in _pages(html_dir):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for tag, attribute in (
+            ("script", "src"),
+            ("link", "href"),
+            ("img", "src"),
+            ("iframe", "src"),
+            ("source", "src"),
+        ):
+            for element in soup.find_all(tag):
+                url = element.get(attribute) or ""
+                if tag == "link" and "stylesheet" not in (element.get("rel") or []) and element.get("as") is None:
+                    continue  # a plain hyperlink-like <link> (canonical, search) loads nothing
+                if EXTERNAL.match(url):
+                    offenders.append(f"{page.relative_to(html_dir)}: <{tag} {attribute}={url!r}>")
+    assert not offenders, f"pages load resources from other hosts: {offenders[:10]}"
+
+
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_math_is_typeset_by_the_local_mathjax(edition, request):
+    html_dir = request.getfixturevalue(f"{edition}_html")
+    assert (html_dir / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (html_dir / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    for assignment in course.assignments():
+        folder = "chapters" if edition == "student" else "solutions"
+        page = (html_dir / folder / assignment / f"{assignment}.html").read_text(encoding="utf-8")
+        assert "_static/mathjax/tex-chtml.js" in page, f"{assignment} does not load the local MathJax"
+        assert re.search(r"\\\(|\\\[|\$\$", page) or 'class="math' in page, f"{assignment} has no math to typeset"
+
+
+def test_student_pages_show_the_reference_figures_and_no_traceback(student_html, assignment, executed_reference):
+    page = student_html / "chapters" / assignment / f"{assignment}.html"
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    text = soup.get_text()
+    assert "Traceback" not in text and "NotImplementedError:" not in text, f"{page.name} shows an error"
+    expected = _image_outputs(executed_reference(assignment))
+    images = [img for img in soup.select("article img") if img.get("src", "").startswith("../../_images/")]
+    assert len(images) >= expected, f"{page.name} shows {len(images)} figures, the reference draws {expected}"
+    for img in images:
+        assert (page.parent / img["src"]).resolve().is_file(), f"figure {img['src']} is missing"
+    assert "raise NotImplementedError()" in text, "the student page should show the exercise stubs"
+
+
+def test_instructor_pages_show_solutions(instructor_html, assignment):
+    text = (instructor_html / "solutions" / assignment / f"{assignment}.html").read_text(encoding="utf-8")
+    assert "BEGIN SOLUTION" in text and "Model answer" in text

@@ -1,0 +1,90 @@
+"""Every instructor notebook follows the exercise contract (../shared/EXERCISES.md) and the
+cell conventions the grader relies on."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+import pytest
+
+from autograder import course
+
+CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"
+ENTRY = re.compile(r"^- `(class )?([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)")
+
+
+def contract(assignment: str) -> dict[str, list[str] | None]:
+    """name -> parameter names (None for a class) from the assignment's section of the contract."""
+    if not CONTRACT.exists():
+        pytest.skip(f"the exercise contract {CONTRACT} is not beside the repository")
+    section = re.search(rf"^## {assignment}\b.*?(?=^## |\Z)", CONTRACT.read_text(), re.MULTILINE | re.DOTALL)
+    assert section, f"{assignment} is not in the exercise contract"
+    entries = {}
+    for line in section.group(0).splitlines():
+        match = ENTRY.match(line)
+        if match:
+            is_class, name, params = match.groups()
+            entries[name] = None if is_class else [p.split("=")[0].strip() for p in params.split(",") if p.strip()]
+    return entries
+
+
+def _cells(assignment):
+    return nbformat.read(course.solution_notebook(assignment), as_version=4).cells
+
+
+def _exercises(assignment) -> dict[str, ast.AST]:
+    found = {}
+    for cell in _cells(assignment):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    found[node.name] = node
+    return found
+
+
+def test_exercises_match_the_contract(assignment):
+    expected, written = contract(assignment), _exercises(assignment)
+    assert sorted(written) == sorted(expected), f"{assignment}: contract {sorted(expected)}, notebook {sorted(written)}"
+    for name, params in expected.items():
+        if params is not None:
+            got = [a.arg for a in written[name].args.args]
+            assert got == params, f"{name}: contract parameters {params}, notebook {got}"
+
+
+def test_each_exercise_has_a_docstring_and_visible_and_hidden_tests(assignment):
+    cells = _cells(assignment)
+    grade_ids = [c.metadata["nbgrader"]["grade_id"] for c in cells if "nbgrader" in c.metadata]
+    assert len(grade_ids) == len(set(grade_ids)), f"duplicate grade_ids in {assignment}"
+    for name, node in _exercises(assignment).items():
+        assert ast.get_docstring(node), f"exercise {name} needs a docstring stating shapes"
+        for kind in ("visible", "hidden"):
+            assert f"{name}_{kind}" in grade_ids, f"exercise {name} has no test cell {name}_{kind}"
+    for cell in cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            assert meta.get("locked") and meta.get("points", 0) > 0, (
+                f"{meta['grade_id']} must be locked and worth points"
+            )
+            assert ast.get_docstring(ast.parse(cell.source.split("### BEGIN HIDDEN TESTS")[0])), (
+                f"{meta['grade_id']} should start with a docstring saying what it checks"
+            )
+            if meta["grade_id"].endswith("_hidden"):
+                assert "### BEGIN HIDDEN TESTS" in cell.source, f"{meta['grade_id']} has no hidden tests"
+
+
+def test_at_least_one_written_question(assignment):
+    written = [
+        c
+        for c in _cells(assignment)
+        if c.cell_type == "markdown"
+        and c.metadata.get("nbgrader", {}).get("grade")
+        and c.metadata["nbgrader"].get("solution")
+    ]
+    assert written, f"{assignment} needs a manually graded written question"
+    for cell in written:
+        assert cell.source.strip().startswith("### BEGIN SOLUTION") and cell.source.strip().endswith(
+            "### END SOLUTION"
+        ), "a written answer cell must hold only the solution markers and the model answer"
