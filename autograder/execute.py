@@ -3,7 +3,8 @@
 Every consumer of an executed notebook (the both-ways validation, the two editions of the
 book, the tests) goes through :func:`executed`, which keeps the executed copy under
 ``_build/executed/`` keyed by a hash of everything that can change its outputs: the notebook
-itself, the generated reference module, and the student package's sources.
+itself and the files beside it, the generated reference module, and the student package's
+sources.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ CELL_TIMEOUT_S = 120
 
 def _cache_key(notebook_path: Path) -> str:
     digest = hashlib.sha256(b"v1")
-    inputs = [notebook_path, *sorted((course.ROOT / "attention_course").rglob("*.py"))]
+    beside = notebook_path.parent.rglob("*")
+    folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+    inputs = [*folder_files, *sorted((course.ROOT / "attention_course").rglob("*.py"))]
     assignment = notebook_path.parent.name
     if course.ASSIGNMENT_ID.match(assignment):
         inputs.append(course.reference_module_path(assignment))

@@ -32,5 +32,8 @@ c.CourseDirectory.db_url = f"sqlite:///{_work / 'gradebook.db'}"
 # Only notebooks are released; the instructor's execution artefacts never are.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "_build"]
 
+# A cell may train a small model for a figure (chapters keep each cell well under this).
+c.Execute.timeout = 120
+
 # Feedback must not show the hidden tests' source.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
