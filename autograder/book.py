@@ -36,7 +36,7 @@ def html_dir(edition: str) -> Path:
     return course.BUILD / edition / "_build" / "html"
 
 
-def _toc_entries(node) -> list[str]:
+def toc_entries(node) -> list[str]:
     """Every ``root`` and ``file`` entry of a (nested) Jupyter Book ToC, in order."""
     found = []
     if isinstance(node, dict):
@@ -44,10 +44,10 @@ def _toc_entries(node) -> list[str]:
             if key in ("root", "file") and isinstance(value, str):
                 found.append(value)
             else:
-                found.extend(_toc_entries(value))
+                found.extend(toc_entries(value))
     elif isinstance(node, list):
         for item in node:
-            found.extend(_toc_entries(item))
+            found.extend(toc_entries(item))
     return found
 
 
@@ -138,7 +138,7 @@ def stage(edition: str) -> Path:
     put("_config.yml", (banner.format("_config.yml") + yaml.safe_dump(config, sort_keys=False)).encode())
     put("_toc.yml", (banner.format("_toc.yml") + yaml.safe_dump(toc, sort_keys=False)).encode())
 
-    for entry in _toc_entries(toc):
+    for entry in toc_entries(toc):
         source = _source_file(entry)
         relative = source.relative_to(course.ROOT).as_posix()
         if source.suffix == ".ipynb" and relative.startswith("chapters/"):

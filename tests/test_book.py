@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 
 from autograder import book, course
@@ -24,6 +25,11 @@ def _image_outputs(nb) -> int:
         for output in cell.get("outputs", [])
         if any(key.startswith("image/") for key in output.get("data", {}))
     )
+
+
+def test_every_assignment_is_in_the_toc(assignment):
+    entries = book.toc_entries(yaml.safe_load((course.ROOT / "_toc.yml").read_text()))
+    assert f"chapters/{assignment}/{assignment}" in entries, f"_toc.yml does not list chapters/{assignment}"
 
 
 @pytest.mark.parametrize("edition", book.EDITIONS)

@@ -26,16 +26,22 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-def secrets(assignment: str) -> set[str]:
+def _regions_and_rest(assignment: str) -> tuple[set[str], set[str]]:
+    """(lines inside marked regions, lines outside them) of one instructor notebook."""
     nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    hidden, public = set(), set()
+    inside, outside = set(), set()
     for cell in nb.cells:
-        regions = [m.group(2) for m in REGION.finditer(cell.source)]
-        outside = REGION.sub("", cell.source)
-        for region in regions:
-            hidden.update(_normalise(line) for line in region.splitlines())
-        public.update(_normalise(line) for line in outside.splitlines())
-    return {line for line in hidden - public if len(line) >= MIN_SECRET_LENGTH}
+        for match in REGION.finditer(cell.source):
+            inside.update(_normalise(line) for line in match.group(2).splitlines())
+        outside.update(_normalise(line) for line in REGION.sub("", cell.source).splitlines())
+    return inside, outside
+
+
+def secrets(assignment: str) -> set[str]:
+    """Lines of this notebook's regions that no instructor notebook shows outside its regions."""
+    inside, _ = _regions_and_rest(assignment)
+    public = set().union(*(_regions_and_rest(a)[1] for a in course.assignments()))
+    return {line for line in inside - public if len(line) >= MIN_SECRET_LENGTH}
 
 
 def _notebook_text(data: str) -> str:
