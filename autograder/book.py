@@ -16,6 +16,7 @@ with ``jupyter-book build -W`` into ``_build/<edition>/_build/html``.
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +151,9 @@ def stage(edition: str) -> Path:
             continue
         put(relative, nbformat.writes(nb).encode())
 
+    for bibfile in config.get("bibtex_bibfiles", []):
+        put(bibfile, (course.ROOT / bibfile).read_bytes())
+
     for part in MATHJAX_PARTS:
         origin = MATHJAX_ES5 / part
         for path in [origin] if origin.is_file() else sorted(p for p in origin.rglob("*") if p.is_file()):
@@ -175,8 +179,15 @@ def build(edition: str) -> Path:
         "-W",
         "--keep-going",
     ]
-    completed = subprocess.run(command, capture_output=True, text=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(course.ROOT), os.environ.get("PYTHONPATH")]))}
+    completed = subprocess.run(command, capture_output=True, text=True, env=env)  # env: for autograder.book_extension
     if completed.returncode != 0:
         output = f"{completed.stdout[-6000:]}\n{completed.stderr[-6000:]}"
         raise RuntimeError(f"jupyter-book build of the {edition} edition failed:\n{output}")
+    if edition == "student":
+        # The download button serves _sources/: give readers exactly the notebook students receive.
+        for assignment in course.assignments():
+            download = html_dir(edition) / "_sources" / "chapters" / assignment / f"{assignment}.ipynb"
+            if download.exists():
+                download.write_bytes(course.student_notebook(assignment).read_bytes())
     return html_dir(edition)

@@ -2,6 +2,7 @@
 # README's first command: set everything up on a fresh machine, then build the book.
 #   .venv/            Python environment with the pinned requirements and the course package
 #   .venv/npm/        MathJax 3 from npm, served locally by the book (no CDN)
+#   chromium          Debian's headless browser, for the browser tests (when run as root)
 #   _build/student/   the student edition      _build/instructor/   the instructor edition
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,16 @@ if [ ! -f .venv/npm/node_modules/mathjax/es5/tex-chtml.js ] \
    || ! grep -q "\"version\": \"$MATHJAX_VERSION\"" .venv/npm/node_modules/mathjax/package.json; then
     mkdir -p .venv/npm
     npm install --silent --no-audit --no-fund --prefix .venv/npm "mathjax@$MATHJAX_VERSION"
+fi
+
+# Headless Chromium for the browser tests (Debian's package; Playwright drives it, and never
+# downloads a browser of its own).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "note: chromium is not installed (apt-get install chromium); the browser tests will be skipped" >&2
+    fi
 fi
 
 .venv/bin/python -m autograder book

@@ -55,15 +55,15 @@ def test_no_page_loads_anything_from_another_host(edition, request):
 
 
 @pytest.mark.parametrize("edition", book.EDITIONS)
-def test_math_is_typeset_by_the_local_mathjax(edition, request):
+def test_pages_load_the_local_mathjax(edition, request, assignment):
+    """The typesetting itself is checked in a browser (test_browser.py); here: the files are there."""
     html_dir = request.getfixturevalue(f"{edition}_html")
     assert (html_dir / "_static" / "mathjax" / "tex-chtml.js").is_file()
     assert (html_dir / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
-    for assignment in course.assignments():
-        folder = "chapters" if edition == "student" else "solutions"
-        page = (html_dir / folder / assignment / f"{assignment}.html").read_text(encoding="utf-8")
-        assert "_static/mathjax/tex-chtml.js" in page, f"{assignment} does not load the local MathJax"
-        assert re.search(r"\\\(|\\\[|\$\$", page) or 'class="math' in page, f"{assignment} has no math to typeset"
+    folder = "chapters" if edition == "student" else "solutions"
+    page = (html_dir / folder / assignment / f"{assignment}.html").read_text(encoding="utf-8")
+    assert "_static/mathjax/tex-chtml.js" in page, f"{assignment} does not load the local MathJax"
+    assert 'class="math' in page, f"{assignment} has no math to typeset"
 
 
 def test_student_pages_show_the_reference_figures_and_no_traceback(student_html, assignment, executed_reference):

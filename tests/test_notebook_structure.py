@@ -88,3 +88,14 @@ def test_at_least_one_written_question(assignment):
         assert cell.source.strip().startswith("### BEGIN SOLUTION") and cell.source.strip().endswith(
             "### END SOLUTION"
         ), "a written answer cell must hold only the solution markers and the model answer"
+
+
+PERCEPTUALLY_UNIFORM = {"viridis", "plasma", "inferno", "magma", "cividis"}
+
+
+def test_colour_maps_are_perceptually_uniform(assignment):
+    """Heatmaps of weights use a colour map in which equal steps look equal (no jet, no rainbow)."""
+    sources = [c.source for c in _cells(assignment) if c.cell_type == "code"]
+    named = set(re.findall(r"cmap\s*=\s*[\"']([A-Za-z_]+)[\"']", "\n".join(sources)))
+    bad = {name for name in named if name.removesuffix("_r") not in PERCEPTUALLY_UNIFORM}
+    assert not bad, f"{assignment} uses colour maps that are not perceptually uniform: {sorted(bad)}"
