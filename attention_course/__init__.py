@@ -1,8 +1,16 @@
 """Helpers for the course "Attention, Step by Step".
 
-Everything here supports the chapters without being an exercise: toy data for the course's
-tasks (:mod:`attention_course.data`) and figure helpers (:mod:`attention_course.plotting`).
-No graded function is implemented in this package.
+Everything here supports the chapters without being an exercise:
+
+- :mod:`attention_course.data`: toy sequence tasks (copy, reversal) and the special token ids;
+- :mod:`attention_course.toy_translation`: the course's toy English -> French language;
+- :mod:`attention_course.taggers`: the 1:1 recurrent tagger of chapter 01's experiment;
+- :mod:`attention_course.translation`: the given parts of chapters 05-06's translation model
+  (a bidirectional encoder, the model wrapper, greedy translation, BLEU);
+- :mod:`attention_course.plotting`: figure helpers.
+
+No graded function is implemented in this package (tests/test_attention_course.py checks
+the names against every exercise).
 """
 
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID, copy_task, reversal_task, token_vocabulary

@@ -26,22 +26,24 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-def _regions_and_rest(assignment: str) -> tuple[set[str], set[str]]:
-    """(lines inside marked regions, lines outside them) of one instructor notebook."""
+def _regions_and_rest(assignment: str) -> tuple[set[str], str]:
+    """(lines inside marked regions, all text outside them) of one instructor notebook."""
     nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    inside, outside = set(), set()
+    inside, outside = set(), []
     for cell in nb.cells:
         for match in REGION.finditer(cell.source):
             inside.update(_normalise(line) for line in match.group(2).splitlines())
-        outside.update(_normalise(line) for line in REGION.sub("", cell.source).splitlines())
-    return inside, outside
+        outside.extend(_normalise(line) for line in REGION.sub("", cell.source).splitlines())
+    return inside, "\n".join(outside)
 
 
 def secrets(assignment: str) -> set[str]:
-    """Lines of this notebook's regions that no instructor notebook shows outside its regions."""
+    """Lines of this notebook's regions that no instructor notebook shows outside its regions
+    (not even as part of a longer line, e.g. prose that names the call to make)."""
     inside, _ = _regions_and_rest(assignment)
-    public = set().union(*(_regions_and_rest(a)[1] for a in course.assignments()))
-    return {line for line in inside - public if len(line) >= MIN_SECRET_LENGTH}
+    public = "\n".join(_regions_and_rest(a)[1] for a in course.assignments())
+    public += "\n" + re.sub(r"[`*]", "", public)  # prose as rendered: without its markdown marks
+    return {line for line in inside if len(line) >= MIN_SECRET_LENGTH and line not in public}
 
 
 def _notebook_text(data: str) -> str:

@@ -1,0 +1,163 @@
+"""Pieces of the translation models of chapters 05 and 06 that are not exercises.
+
+- :class:`BiGRUEncoder`: the bidirectional encoder of Bahdanau et al. (2015), projected to
+  the decoder's size (the unidirectional encoder of chapter 02 is an exercise there; this is
+  a different, given module);
+- :class:`Seq2Seq`: joins an encoder and any decoder with the interface of chapter 06's
+  ``AttentionDecoder`` (``decoder(tgt_in, hidden, enc_outputs, src_mask) -> (logits, weights)``);
+- :func:`greedy_translate`: greedy decoding with such a model;
+- :func:`corpus_bleu`: BLEU (Papineni et al., 2002) of token lists, with brevity penalty;
+- :func:`exact_match`: the fraction of predictions equal to their reference.
+
+Nothing here implements a graded function or class.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from attention_course.data import BOS_ID, EOS_ID, PAD_ID
+
+
+class BiGRUEncoder(nn.Module):
+    """Embedding, a bidirectional GRU over the real tokens only, and projections to size ``hidden_dim``.
+
+    ``forward(src, lengths)`` with ``src`` ``(B, S)`` long and ``lengths`` ``(B,)`` returns
+    ``(outputs (B, S, hidden_dim), final (B, hidden_dim))``: ``outputs[:, i]`` is
+    ``W_o [forward state i; backward state i]`` (zero at padded positions) and ``final`` is
+    ``tanh(W_f [last forward state; first backward state])``, the decoder's initial state.
+    """
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden_dim: int, pad_id: int = PAD_ID):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
+        self.rnn = nn.GRU(emb_dim, hidden_dim, batch_first=True, bidirectional=True)
+        self.project = nn.Linear(2 * hidden_dim, hidden_dim, bias=False)
+        self.bridge = nn.Linear(2 * hidden_dim, hidden_dim)
+
+    def forward(self, src: torch.Tensor, lengths: torch.Tensor):
+        return self.forward_embedded(self.embedding(src), lengths)
+
+    @torch.jit.export
+    def forward_embedded(self, embedded: torch.Tensor, lengths: torch.Tensor):
+        """The same from already embedded tokens ``(B, S, emb_dim)`` (for gradient attributions)."""
+        packed = nn.utils.rnn.pack_padded_sequence(
+            embedded, lengths.to("cpu", torch.long), batch_first=True, enforce_sorted=False
+        )
+        states, final = self.rnn(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=embedded.shape[1])
+        mask = torch.arange(embedded.shape[1], device=embedded.device)[None, :] < lengths.to(embedded.device)[:, None]
+        outputs = self.project(states) * mask.unsqueeze(-1).to(states.dtype)
+        summary = torch.tanh(self.bridge(torch.cat([final[0], final[1]], dim=-1)))
+        return outputs, summary
+
+
+class Seq2Seq(nn.Module):
+    """An encoder and a decoder; ``forward(src, lengths, tgt_in)`` returns the logits ``(B, T, V)``
+    (the interface chapter 06's ``train_step`` expects); :meth:`forward_with_weights` also
+    returns the attention weights ``(B, T, S)``."""
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor):
+        return self.forward_with_weights(src, lengths, tgt_in)[0]
+
+    @torch.jit.export
+    def forward_with_weights(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor):
+        outputs, final = self.encoder(src, lengths)
+        return self.decoder(tgt_in, final, outputs, self.source_mask(src, lengths))
+
+    @torch.jit.export
+    def forward_embedded(
+        self, src_embedded: torch.Tensor, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor
+    ):
+        """Like :meth:`forward_with_weights` but from source embeddings (to take gradients with respect to them)."""
+        outputs, final = self.encoder.forward_embedded(src_embedded, lengths)
+        return self.decoder(tgt_in, final, outputs, self.source_mask(src, lengths))
+
+    @torch.jit.export
+    def embed_source(self, src: torch.Tensor):
+        return self.encoder.embedding(src)
+
+    @torch.jit.export
+    def source_mask(self, src: torch.Tensor, lengths: torch.Tensor):
+        positions = torch.arange(src.shape[1], device=src.device)
+        return positions[None, :] < lengths.to(src.device)[:, None]
+
+
+@torch.no_grad()
+def greedy_translate(model, src: torch.Tensor, lengths: torch.Tensor, max_len: int = 60):
+    """Greedy decoding: at each step feed the prefix decoded so far and take the most likely token.
+
+    ``model`` is a :class:`Seq2Seq` (or its TorchScript version). Returns ``(tokens, weights)``:
+    ``tokens`` ``(B, L)`` long, each row ending at its first EOS (kept) and padded with PAD after
+    it; ``weights`` ``(B, L, S)`` the attention weights of every produced token (``None`` when the
+    decoder returns none). The decoder re-reads the whole prefix at every step (its interface
+    returns no state), which costs ``O(L^2)`` recurrent steps: fine for sentences of this course.
+    """
+    was_training = model.training
+    model.eval()
+    device = src.device
+    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=device)
+    weights = None
+    for _ in range(max_len):
+        logits, weights = model.forward_with_weights(src, lengths, ys)
+        next_token = logits[:, -1].argmax(-1)
+        next_token = torch.where(done, torch.full_like(next_token, PAD_ID), next_token)
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+        done |= next_token == EOS_ID
+        if bool(done.all()):
+            break
+    model.train(was_training)
+    tokens = ys[:, 1:]
+    if weights is not None:
+        weights = weights * (tokens != PAD_ID).unsqueeze(-1).to(weights.dtype)
+    return tokens, weights
+
+
+def _ngrams(tokens: Sequence[str], n: int) -> Counter:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def corpus_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]], max_n: int = 4) -> float:
+    """Corpus-level BLEU in percent, one reference per hypothesis (Papineni et al., 2002).
+
+    The geometric mean of the clipped n-gram precisions for n = 1 .. max_n, pooled over the
+    corpus, times the brevity penalty ``exp(1 - r / c)`` when the hypotheses are shorter
+    (``c`` tokens) than the references (``r`` tokens). No smoothing: 0 when some order has no
+    match at all. Tokens are compared as given (no retokenisation).
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"got {len(hypotheses)} hypotheses for {len(references)} references")
+    matches, totals = [0] * max_n, [0] * max_n
+    hyp_len = ref_len = 0
+    for hyp, ref in zip(hypotheses, references):
+        hyp_len += len(hyp)
+        ref_len += len(ref)
+        for n in range(1, max_n + 1):
+            hyp_counts, ref_counts = _ngrams(hyp, n), _ngrams(ref, n)
+            matches[n - 1] += sum(min(count, ref_counts[gram]) for gram, count in hyp_counts.items())
+            totals[n - 1] += max(len(hyp) - n + 1, 0)
+    if hyp_len == 0 or min(matches) == 0:
+        return 0.0
+    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / max_n
+    brevity = 1.0 if hyp_len > ref_len else math.exp(1.0 - ref_len / hyp_len)
+    return 100.0 * brevity * math.exp(log_precision)
+
+
+def exact_match(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> float:
+    """The fraction of hypotheses equal to their reference, token for token."""
+    if len(hypotheses) != len(references) or not references:
+        raise ValueError(
+            f"need as many hypotheses as references (at least one), got {len(hypotheses)} and {len(references)}"
+        )
+    return sum(list(h) == list(r) for h, r in zip(hypotheses, references)) / len(references)
