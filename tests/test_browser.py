@@ -141,6 +141,8 @@ def test_page_as_a_reader_sees_it(site, browser, path):
                 }).map(i => i.src)"""
             )
             assert not unlabelled, f"{path}: figures without alt text or caption {unlabelled}"
+            if path.startswith("chapters/"):
+                assert page.locator("button.copybtn").count() > 0, f"{path}: code cells have no copy button"
         finally:
             context.close()
 

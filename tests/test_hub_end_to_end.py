@@ -1,0 +1,417 @@
+"""The semester cycle on a real JupyterHub, as deploy/ ships it (see guides/instructor.md).
+
+As root, on loopback ports only: an instructor and two students become local users, the hub
+starts with deploy/jupyterhub_config.py (local-process spawner, configurable-http-proxy from
+npm, nbgrader's exchange in a shared folder), and the cycle runs through JupyterHub's REST
+API and the user servers' own endpoints, each user with their own token:
+
+    instructor: generate + release chapter 03          (formgrader API)
+    students:   fetch; one fills in the reference answers, the other leaves the stub; validate;
+                submit                                  (assignment-list API, contents API)
+    instructor: collect, autograde, manual grading with a comment per student, feedback
+                generated and released                  (formgrader API)
+    students:   fetch their feedback                    (assignment-list API)
+    instructor: export the grades                       (`nbgrader export` in a JupyterLab terminal)
+
+then checks the scores, that each student got only their own feedback, who can read what, and
+takes screenshots of the formgrader and of a student's assignment list for a person to look
+at (_build/screenshots/hub/). Every user, process and folder it made is removed at the end,
+even when it fails. The hub's software is installed once by deploy/install.sh into
+/var/cache/attention-step-by-step/ (keyed by a hash of the pins) and reused.
+
+Needs root (skipped otherwise). Under CI=true a machine that cannot run it fails the test.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import hub_harness as harness
+import pytest
+
+from autograder import course
+
+ASSIGNMENT = "03_attention_steps"
+NOTEBOOK = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+COURSE_FOLDER = "attention-step-by-step"  # in the instructor's home (deploy/jupyterhub_config.py)
+SCREENSHOTS = course.BUILD / "screenshots" / "hub"
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)", line.split("#", 1)[0].strip())
+        if match:
+            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
+def test_hub_pins_agree_with_the_course():
+    """The hub's kernels run the versions the book and the course's grader are built with."""
+    hub = _pins(course.ROOT / "deploy" / "requirements-hub.txt")
+    ours = _pins(course.ROOT / "requirements.txt")
+    shared = sorted(set(hub) & set(ours))
+    assert {"nbgrader", "numpy", "torch", "matplotlib"} <= set(shared)
+    assert {name: hub[name] for name in shared} == {name: ours[name] for name in shared}
+    lock = json.loads((course.ROOT / "deploy" / "package-lock.json").read_text())
+    wanted = json.loads((course.ROOT / "deploy" / "package.json").read_text())["dependencies"]
+    assert lock["packages"]["node_modules/configurable-http-proxy"]["version"] == wanted["configurable-http-proxy"]
+
+
+def test_deploy_files_parse():
+    """The shipped configuration is well-formed (the hub itself is exercised below)."""
+    import yaml
+    from traitlets.config.loader import PyFileConfigLoader
+
+    deploy = course.ROOT / "deploy"
+    values = yaml.safe_load((deploy / "z2jh-values.yaml").read_text())
+    assert {"hub", "singleuser", "proxy"} <= set(values)
+    for path in deploy.rglob("*.json"):
+        json.loads(path.read_text())
+    nbgrader = PyFileConfigLoader("nbgrader_config.py", path=str(deploy)).load_config()
+    assert nbgrader.CourseDirectory.course_id == "attention-step-by-step"
+    instructors = PyFileConfigLoader("jupyter_server_config.py", path=str(deploy / "jupyter" / "instructors"))
+    headers = instructors.load_config().ServerApp.tornado_settings["headers"]
+    assert headers["Content-Security-Policy"] == "frame-ancestors 'self'"
+
+
+def _unable(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI cannot run the hub end-to-end test: {reason}")
+    pytest.skip(reason)
+
+
+def _points(notebook: dict) -> tuple[float, float]:
+    """(autograded points, manually graded points) from the notebook's nbgrader metadata."""
+    auto = manual = 0.0
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            if cell["cell_type"] == "code":
+                auto += meta.get("points", 0)
+            else:
+                manual += meta.get("points", 0)
+    return auto, manual
+
+
+def _cells(notebook: dict) -> list[tuple[str, str, dict]]:
+    """Each cell's type, source and nbgrader metadata (sources joined: the contents API sends
+    strings where the file may hold lists of lines)."""
+    return [
+        (cell["cell_type"], "".join(cell["source"]), cell.get("metadata", {}).get("nbgrader", {}))
+        for cell in notebook["cells"]
+    ]
+
+
+def _answered(fetched: dict, solution: dict) -> dict:
+    """The fetched student notebook with each answer cell holding the reference answer (without
+    the solution markers), every cell's nbgrader metadata kept as the student received it."""
+    answers = {
+        cell["metadata"]["nbgrader"]["grade_id"]: cell["source"]
+        for cell in solution["cells"]
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution")
+    }
+    notebook = json.loads(json.dumps(fetched))
+    filled = 0
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            source = answers[meta["grade_id"]]
+            source = "".join(source) if isinstance(source, list) else source
+            lines = [line for line in source.splitlines(keepends=True) if line.strip() not in MARKERS]
+            cell["source"] = "".join(lines).rstrip("\n")
+            filled += 1
+    assert filled == len(answers) > 0
+    return notebook
+
+
+def _copy_course(destination: Path, owner) -> None:
+    """The instructor's clone of the course: what a `git clone` gives (without .git), plus the
+    ignored autograder/work/ where the gradebook goes."""
+    ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "work")
+    destination.mkdir()
+    for name in ("solutions", "chapters", "autograder", "attention_course"):
+        shutil.copytree(course.ROOT / name, destination / name, ignore=ignore)
+    shutil.copy(course.ROOT / "pyproject.toml", destination)
+    (destination / "autograder" / "work").mkdir()
+    for path in [destination, *destination.rglob("*")]:
+        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
+
+
+@pytest.fixture
+def machine():
+    """Skips unless root; reports (or, under CI, fails on) whatever else is missing."""
+    if os.geteuid() != 0:
+        pytest.skip("the hub end-to-end test needs root (it creates local users and runs the local-process spawner)")
+    try:
+        harness.check_machine()
+    except harness.NotRunnable as reason:
+        _unable(str(reason))
+    harness.sweep_leftovers()
+
+
+def test_semester_cycle_on_jupyterhub(machine):
+    timings: dict[str, float] = {}
+    started = clock = time.monotonic()
+    with harness.hub_software() as (prefix, cached):
+        timings["install (cached)" if cached else "install (cold)"] = time.monotonic() - clock
+        _semester_cycle(prefix, timings)
+    timings["whole test"] = time.monotonic() - started
+    (SCREENSHOTS / "timings.json").write_text(json.dumps({k: round(v, 1) for k, v in timings.items()}, indent=2))
+    print("hub cycle timings (s):", json.dumps({k: round(v, 1) for k, v in timings.items()}))
+
+
+def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
+    tag = secrets.token_hex(2)
+    instructor, ada, bo = f"ash{tag}-instructor", f"ash{tag}-ada", f"ash{tag}-bo"
+    students = [ada, bo]  # ada submits the reference answers, bo the untouched stub
+    users: list[str] = []
+    work = harness.work_folder()
+    hub = harness.Hub(prefix, work, [instructor], students)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        clock = time.monotonic()
+        accounts = {}
+        for name in (instructor, *students):
+            accounts[name] = harness.create_user(name)
+            users.append(name)
+        home = {name: Path(entry.pw_dir) for name, entry in accounts.items()}
+        course_dir = home[instructor] / COURSE_FOLDER
+        _copy_course(course_dir, accounts[instructor])
+        hub.install_config()
+        timings["hub answered"] = hub.start()
+        for name in users:  # start all three servers, then wait for each
+            hub.start_server(name)
+        for name in users:
+            hub.wait_ready(name)
+        timings["hub + 3 servers up"] = time.monotonic() - clock
+        server = {name: harness.UserServer(hub, name, hub.user_token(name)) for name in users}
+        teacher = server[instructor]
+
+        solution = json.loads(course.solution_notebook(ASSIGNMENT).read_text())
+        auto_points, manual_points = _points(solution)
+        total = auto_points + manual_points
+        assert auto_points > 0 and manual_points > 0
+
+        # --- the cycle ----------------------------------------------------------------------
+        cycle = time.monotonic()
+        fg = f"/formgrader/api/assignment/{ASSIGNMENT}"
+        teacher.nbgrader("POST", f"{fg}/assign")
+        teacher.nbgrader("POST", f"{fg}/release")
+        course_query = {"course_id": harness.COURSE_ID}
+        action = {"assignment_id": ASSIGNMENT, **course_query}
+
+        for name in students:
+            listed = server[name].nbgrader("GET", "/assignments", params=course_query)["value"]
+            assert [(a["assignment_id"], a["status"]) for a in listed] == [(ASSIGNMENT, "released")]
+            server[name].nbgrader("POST", "/assignments/fetch", data=action)
+        fetched = server[ada].get_file(NOTEBOOK)["content"]
+        assert fetched == server[bo].get_file(NOTEBOOK)["content"]
+        assert _cells(fetched) == _cells(json.loads(course.student_notebook(ASSIGNMENT).read_text()))
+        server[ada].put_notebook(NOTEBOOK, _answered(fetched, solution))
+
+        validated = {
+            name: server[name].nbgrader("POST", "/assignments/validate", data={"path": NOTEBOOK}, timeout=300)["value"]
+            for name in students
+        }
+        assert validated[ada] == {}, f"the reference answers fail validation: {json.dumps(validated[ada])[:3000]}"
+        assert validated[bo].get("failed"), "the untouched stub passed validation"
+        for name in students:
+            server[name].nbgrader("POST", "/assignments/submit", data=action)
+
+        teacher.nbgrader("POST", f"{fg}/collect")
+        for name in students:
+            teacher.nbgrader("POST", f"/formgrader/api/submission/{ASSIGNMENT}/{name}/autograde", timeout=600)
+        autograded = {name: teacher.json("GET", f"/formgrader/api/submission/{ASSIGNMENT}/{name}") for name in students}
+        assert autograded[ada]["max_code_score"] == auto_points
+        assert autograded[ada]["code_score"] == auto_points, autograded[ada]
+        assert autograded[bo]["code_score"] == 0, autograded[bo]
+
+        # Manual grading, as in the formgrader's grading view: ada's written answers earn
+        # their points, bo's unanswered ones none; one comment per student carries a marker
+        # that only that student's feedback may contain.
+        notebooks = teacher.json("GET", f"/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}")
+        marker = {name: f"comment-for-{name}-{secrets.token_hex(4)}" for name in students}
+        for submitted in notebooks:
+            name = submitted["student"]
+            grades = teacher.json("GET", "/formgrader/api/grades", params={"submission_id": submitted["id"]})
+            for grade in grades:
+                if grade["max_score"] and (grade["auto_score"] is None or grade["needs_manual_grade"]):
+                    score = grade["max_score"] if name == ada else 0
+                    teacher.json("PUT", f"/formgrader/api/grade/{grade['id']}", json={"manual_score": score})
+            comments = teacher.json("GET", "/formgrader/api/comments", params={"submission_id": submitted["id"]})
+            teacher.json("PUT", f"/formgrader/api/comment/{comments[0]['id']}", json={"manual_comment": marker[name]})
+        graded = {name: teacher.json("GET", f"/formgrader/api/submission/{ASSIGNMENT}/{name}") for name in students}
+        assert (graded[ada]["score"], graded[ada]["max_score"]) == (total, total), graded[ada]
+        assert graded[bo]["score"] == 0, graded[bo]
+        assert not any(graded[name]["needs_manual_grade"] for name in students)
+
+        teacher.nbgrader("POST", f"{fg}/generate_feedback", timeout=300)
+        teacher.nbgrader("POST", f"{fg}/release_feedback")
+        feedback = {}
+        for name in students:
+            server[name].nbgrader("POST", "/assignments/fetch_feedback", data=action)
+            runs = server[name].get_file(f"{ASSIGNMENT}/feedback")["content"]
+            assert len(runs) == 1, f"{name} has {len(runs)} feedback folders"
+            page = server[name].get_file(f"{runs[0]['path']}/{ASSIGNMENT}.html")
+            feedback[name] = page["content"]
+
+        exported = teacher.terminal(
+            f"cd ~/{COURSE_FOLDER} && nbgrader export --to autograder/work/grades.csv; echo EXPORT-RC=$?",
+            r"EXPORT-RC=\d+",
+            timeout=300,
+        )
+        assert re.search(r"EXPORT-RC=0", exported), exported[-3000:]
+        grades_csv = teacher.get_file(f"{COURSE_FOLDER}/autograder/work/grades.csv")["content"]
+        timings["cycle: release to export"] = time.monotonic() - cycle
+
+        # --- what came out ------------------------------------------------------------------
+        rows = {row["student_id"]: row for row in csv.DictReader(io.StringIO(grades_csv))}
+        assert {name: float(rows[name]["raw_score"]) for name in students} == {ada: total, bo: 0.0}
+        assert all(float(rows[name]["max_score"]) == total for name in students)
+
+        for name, other in ((ada, bo), (bo, ada)):
+            assert marker[name] in feedback[name], f"{name}'s feedback lacks the instructor's comment to them"
+            assert marker[other] not in feedback[name], f"{name} received {other}'s feedback"
+        assert f"{total:g} / {total:g}" in feedback[ada] or f"{total:.1f} / {total:.1f}" in feedback[ada]
+
+        # --- who can read what --------------------------------------------------------------
+        private = {
+            "solutions": course_dir / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+            "reference module": course_dir / "autograder" / "reference" / f"ch{ASSIGNMENT}.py",
+            "gradebook": course_dir / "autograder" / "work" / "gradebook.db",
+            "grades export": course_dir / "autograder" / "work" / "grades.csv",
+            "a collected submission": course_dir / "autograder" / "work" / "submitted" / ada / NOTEBOOK,
+            "feedback": course_dir / "autograder" / "work" / "feedback" / ada / ASSIGNMENT / f"{ASSIGNMENT}.html",
+        }
+        for label, path in private.items():
+            assert harness.run_as(instructor, "cat", str(path)).returncode == 0, f"control: instructor reads {label}"
+            for name in students:
+                assert harness.run_as(name, "cat", str(path)).returncode != 0, f"{name} can read the {label}"
+        exchange = hub.exchange / harness.COURSE_ID
+        for name, other in ((ada, bo), (bo, ada)):
+            assert harness.run_as(name, "cat", str(home[name] / NOTEBOOK)).returncode == 0, "control: own notebook"
+            assert harness.run_as(name, "ls", str(home[other])).returncode != 0, f"{name} can list {other}'s home"
+            assert harness.run_as(name, "cat", str(home[other] / NOTEBOOK)).returncode != 0
+            assert harness.run_as(name, "ls", str(home[instructor])).returncode != 0
+            for folder in ("inbound", "feedback"):
+                assert harness.run_as(name, "ls", str(exchange / folder)).returncode != 0, f"{name} lists {folder}/"
+            # Over HTTP: a student's token opens no other server, and no formgrader is served.
+            stranger = harness.UserServer(hub, other, server[name].token)
+            assert stranger.request("GET", "/api/status", expect=None).status_code == 403
+            assert server[name].request("GET", "/formgrader/api/assignments", expect=None).status_code == 404
+        csp = {name: server[name].request("GET", "/api/status").headers["Content-Security-Policy"] for name in users}
+        assert "frame-ancestors 'self'" in csp[instructor]
+        assert all("frame-ancestors 'none'" in csp[name] for name in students)
+
+        clock = time.monotonic()
+        ada_notebook = next(entry["id"] for entry in notebooks if entry["student"] == ada)
+        _screenshots(hub, instructor, ada, ada_notebook)
+        timings["screenshots"] = time.monotonic() - clock
+    finally:
+        try:
+            if hub.log_path.exists():
+                shutil.copy(hub.log_path, SCREENSHOTS / "hub.log")
+            hub.stop()
+        finally:
+            for name in users:
+                harness.delete_user(name)
+            shutil.rmtree(work, ignore_errors=True)
+    leftovers = [name for name in users if _user_exists(name)]
+    assert not leftovers, f"users left behind: {leftovers}"
+
+
+def _user_exists(name: str) -> bool:
+    return subprocess.run(["id", name], capture_output=True).returncode == 0
+
+
+def _screenshots(hub: harness.Hub, instructor: str, student: str, submission_id: str) -> None:
+    """Log into the hub in headless Chromium as the instructor and as a student; screenshot
+    the formgrader inside JupyterLab, its manual-grading view of the student's notebook (in a
+    tab of its own, as without framing), and the student's assignment list."""
+    from playwright.sync_api import sync_playwright
+
+    outside: list[str] = []
+
+    def loopback_only(route):
+        host = re.match(r"[a-z]+://([^/:]+)", route.request.url)
+        if route.request.url.startswith(("data:", "blob:")) or (host and host.group(1) == "127.0.0.1"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    def login(browser, name: str):
+        context = browser.new_context(viewport={"width": 1600, "height": 900})
+        context.route("**/*", loopback_only)
+        page = context.new_page()
+        page.goto(f"{hub.url}/hub/login", timeout=60_000)
+        page.fill("input[name=username]", name)
+        page.fill("input[name=password]", hub.password)
+        page.click("[type=submit]")
+        page.wait_for_url(re.compile(r".*/hub/(home|spawn|spawn-pending).*|.*/user/.*"), timeout=60_000)
+        page.goto(f"{hub.url}/user/{name}/lab", timeout=90_000)
+        page.wait_for_function("window.jupyterapp && window.jupyterapp.commands", timeout=90_000)
+        page.wait_for_selector(".jp-LabShell", timeout=90_000)
+        return context, page
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(harness.CHROMIUM),
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+            ],
+        )  # fmt: skip
+        try:
+            context, page = login(browser, instructor)
+            page.wait_for_function("window.jupyterapp.commands.hasCommand('nbgrader:open-formgrader')", timeout=60_000)
+            page.evaluate("window.jupyterapp.commands.execute('nbgrader:open-formgrader')")
+            frame = page.frame_locator("iframe").first
+            frame.get_by_text(ASSIGNMENT).first.wait_for(timeout=90_000)  # blank if framing were refused
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(SCREENSHOTS / "formgrader.png"))
+            page.goto(f"{hub.url}/user/{instructor}/formgrader/submissions/{submission_id}/", timeout=90_000)
+            page.locator("input.score").first.wait_for(timeout=90_000)
+            written = next(  # the first written question's score box
+                cell["metadata"]["nbgrader"]["grade_id"]
+                for cell in json.loads(course.solution_notebook(ASSIGNMENT).read_text())["cells"]
+                if cell["cell_type"] == "markdown" and cell.get("metadata", {}).get("nbgrader", {}).get("grade")
+            )
+            page.locator(f'input.score[id="{written}"]').scroll_into_view_if_needed(timeout=30_000)
+            page.mouse.wheel(0, -250)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(SCREENSHOTS / "formgrader-manual-grading.png"))
+            context.close()
+
+            context, page = login(browser, student)
+            page.wait_for_function(
+                "window.jupyterapp.commands.hasCommand('nbgrader:open-assignment-list')", timeout=60_000
+            )
+            assert not page.evaluate("window.jupyterapp.commands.hasCommand('nbgrader:open-formgrader')"), (
+                "the formgrader is offered to a student"
+            )
+            page.evaluate("window.jupyterapp.commands.execute('nbgrader:open-assignment-list')")
+            page.get_by_text("view feedback").first.wait_for(timeout=90_000)  # the panel, with feedback
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(SCREENSHOTS / "assignment-list.png"))
+            context.close()
+        finally:
+            browser.close()
+    # Blocked, never sent. nbgrader's grading view (like its feedback pages) asks a CDN for
+    # MathJax 2.7.7, so math there shows as TeX source on a hub without Internet access;
+    # anything else would be new.
+    (SCREENSHOTS / "blocked-requests.txt").write_text("".join(f"{url}\n" for url in outside))
+    unexpected = [url for url in outside if not url.startswith(NBGRADER_MATHJAX_CDN)]
+    assert not unexpected, f"the browser tried to leave the machine: {unexpected[:5]}"

@@ -1,0 +1,119 @@
+"""The instructor's scripts around chapter 06's trainer: ``scripts/gpu_check.py`` and ``scripts/benchmark_training.py``.
+
+Fast plumbing checks (well under a minute on a 2-core CPU), no timing assertions: the GPU check
+runs a tiny bounded version on the CPU and writes sane figures and JSON, refuses without CUDA unless
+told otherwise, and the benchmark runs for a second per measurement and prints its lines. The
+benchmark's per-sentence loop must compute the same loss as the batched model on one sentence.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from autograder import course
+
+SCRIPTS = course.ROOT / "scripts"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+
+
+def run_script(name: str, *arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(SCRIPTS / name), *arguments]
+    return subprocess.run(command, cwd=course.ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG file"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_gpu_check_tiny_cpu_run_writes_figures_and_summary(tmp_path):
+    out = tmp_path / "gpu_check"
+    result = run_script(
+        "gpu_check.py", "--allow-cpu", "--config", "tiny", "--max-seconds", "2", "--deadline", "40",
+        "--quiet", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, f"gpu_check.py failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    summary = json.loads((out / "summary.json").read_text())
+    for name in ("accuracy_by_length", "loss_curve"):
+        width, height = png_size(out / summary["figures"][name])
+        assert width >= 400 and height >= 200, f"{name}: a {width}x{height} figure"
+    assert summary["config"]["name"] == "tiny"
+    assert summary["cuda_available"] == torch.cuda.is_available()
+    assert 0 < summary["total_seconds"] < 40 + 30
+    assert "attention" in summary["models"], summary["skipped"]
+    assert set(summary["models"]) | set(summary["skipped"]) == {"attention", "plain"}
+    num_test = summary["config"]["num_test"]
+    for kind, model in summary["models"].items():
+        assert 0.0 <= model["exact_match"] <= 1.0 and 0.0 <= model["bleu"] <= 100.0, kind
+        assert sum(row["count"] for row in model["by_length"].values()) == num_test, kind
+        for row in model["by_length"].values():
+            assert 0.0 <= row["exact_match"] <= 1.0 and 0.0 <= row["bleu"] <= 100.0, kind
+        history = model["history"]
+        assert len(history["train_loss"]) == len(history["valid_loss"]) == len(history["epoch"]) >= 1, kind
+        assert all(math.isfinite(x) and x > 0 for x in history["train_loss"] + history["valid_loss"]), kind
+        run = summary["runs"][kind]
+        assert run["steps"] >= 1 and run["target_tokens"] > 0, kind
+        curve = summary["loss_curves"][kind]
+        assert len(curve["step"]) == len(curve["loss"]) == min(run["steps"], 2000) >= 1, kind
+        assert all(math.isfinite(x) and x > 0 for x in curve["loss"]), kind
+        assert model["parameters"] > 0 and len(model["examples"]) >= 1, kind
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here: the script would not refuse")
+def test_gpu_check_refuses_without_cuda(tmp_path):
+    out = tmp_path / "not_written"
+    result = run_script("gpu_check.py", "--out", str(out), timeout=60)
+    assert result.returncode == 2, f"expected exit status 2, got {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    assert "CUDA is not available" in result.stderr and "--allow-cpu" in result.stderr, result.stderr
+    assert not out.exists(), "a refused run must write nothing"
+
+
+def test_benchmark_prints_its_lines():
+    result = run_script(
+        "benchmark_training.py", "--seconds", "1", "--threads", "1", "--config", "tiny", "--pool", "300"
+    )
+    assert result.returncode == 0, f"benchmark_training.py failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    lines = result.stdout.splitlines()
+    expected = ["batched, CPU:", "per-sentence loop, CPU:"] + (["batched, GPU:"] if torch.cuda.is_available() else [])
+    for start in expected:
+        found = [line for line in lines if line.startswith(start)]
+        assert len(found) == 1 and "target tokens/s" in found[0] and "peak RSS" in found[0], (start, result.stdout)
+    if torch.cuda.is_available():
+        assert "GPU peak allocated" in next(line for line in lines if line.startswith("batched, GPU:"))
+    else:
+        assert any(line.startswith("batched, GPU: skipped") for line in lines), result.stdout
+    assert any(
+        line.startswith("ratio batched / per-sentence on the CPU:") and "target >= 20x" in line for line in lines
+    )
+
+
+def test_per_sentence_loop_computes_the_batched_models_loss():
+    """The tutorial-style loop steps the same model: its loss on one sentence equals the batched forward's."""
+    spec = importlib.util.spec_from_file_location("benchmark_training", SCRIPTS / "benchmark_training.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    from attention_course.data import PAD_ID
+    from autograder.reference.ch06_gpu_training import masked_cross_entropy
+    from experiments.translation import CONFIGS, build_model, make_batch
+
+    pairs, (src_size, tgt_size) = benchmark.sentence_pool(40, seed=3)
+    torch.manual_seed(0)
+    model = build_model("attention", CONFIGS["tiny"], src_size, tgt_size)
+    for source, target in sorted(pairs, key=lambda pair: len(pair[0]))[::8]:
+        batch = make_batch([(source, target)])
+        with torch.no_grad():
+            expected = masked_cross_entropy(
+                model(batch["src"], batch["lengths"], batch["tgt_in"]), batch["tgt_out"], PAD_ID
+            )
+            got = benchmark.per_sentence_loss(model, source, target)
+        assert torch.allclose(got, expected, atol=1e-5), (len(source), float(got), float(expected))
