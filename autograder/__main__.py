@@ -4,6 +4,8 @@ generate   write chapters/ (student notebooks) and autograder/reference/ from so
 check      execute instructor and student notebooks; the reference must pass every test
            cell and the untouched student notebook must fail every one
 book       build the student and instructor editions of the book (warnings are errors)
+grade      grade a class's submissions in sandboxes: grades.csv, details.csv, feedback
+           (see autograder/GRADING.md)
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     book = commands.add_parser("book", help="build the books")
     book.add_argument("--edition", action="append", choices=["student", "instructor"], help="default: both")
     book.set_defaults(run=cmd_book)
+    grade = commands.add_parser("grade", help="grade a class's submissions (see autograder/GRADING.md)")
+    from autograder.grading import cli
+
+    cli.add_arguments(grade)
+    grade.set_defaults(run=cli.main)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -1,0 +1,221 @@
+"""``python -m autograder grade``: grade a whole class, in parallel, and write everything out.
+
+    python -m autograder grade ASSIGNMENT SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--memory MB]
+
+1. collect the submissions (collect.py): one per student, or a status saying why there is none;
+2. make sure nbgrader's gradebook knows the assignment (gradebook.py);
+3. grade them, N at a time: each worker process (spawned once, torch and numpy imported once)
+   grades one submission after another (runner.py), each in a fresh sandbox of its own
+   (one sandbox user per worker);
+4. as each result arrives, keep its record in ``OUT/results/``, its scores and autograded
+   notebook in the gradebook;
+5. write ``OUT/grades.csv``, ``OUT/details.csv`` and the feedback pages from every record of
+   the assignment in OUT (with the manual grades from the gradebook), and print a summary.
+
+The exit status is 0 when every submission got its row; 1 when the grader failed on some
+submission (status ``grader_error``, a bug to report); 2 when it could not run at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from autograder import course
+from autograder.grading import collect, gradebook, report
+from autograder.grading.runner import CellGrade, Options, Result
+from autograder.grading.sandbox import sandbox_problem
+
+DEFAULT_WORK = course.AUTOGRADER / "work"  # as in autograder/nbgrader_config.py
+
+# ---- worker processes ---------------------------------------------------------------------------
+
+_SLOT = 0
+
+
+def _init_worker(slots) -> None:
+    """Runs once in each worker: take a sandbox slot, import the heavy modules, one thread each."""
+    global _SLOT
+    _SLOT = slots.get()
+    if str(course.ROOT) not in sys.path:  # the hidden tests import autograder.reference
+        sys.path.insert(0, str(course.ROOT))
+    import numpy  # noqa: F401
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options) -> Result:
+    from autograder.grading import runner
+
+    try:
+        result = runner.grade(submission.student_id, submission.data, assignment, options, _SLOT, submission.source)
+        result.flags = sorted(set(result.flags) | set(submission.flags))
+        result.notes = [*submission.notes, *result.notes]
+        return result
+    except Exception:
+        return failed_result(submission, assignment, "grader_error", [traceback.format_exc(limit=8)])
+
+
+def failed_result(submission: collect.Submission, assignment: str, status: str, notes=()) -> Result:
+    """The row of a submission that could not be graded: every graded cell scores 0."""
+    from autograder.grading.sanitize import load_template
+
+    template = load_template(assignment)
+    cells = [
+        CellGrade(gid, "test", 0.0, test.points, status, hidden=test.hidden) for gid, test in template.tests.items()
+    ]
+    cells += [CellGrade(gid, "written", 0.0, w[1], status) for gid, w in template.written.items()]
+    cells.sort(key=lambda cell: template.indices[cell.grade_id])
+    return Result(submission.student_id, assignment, status, sorted(set(submission.flags)),
+                  [*submission.notes, *notes], cells, None, 0.0, submission.source)  # fmt: skip
+
+
+# ---- progress ----------------------------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress bar on a terminal; nothing otherwise."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.started = total, 0, time.monotonic()
+        self.live = sys.stderr.isatty()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if not self.live:
+            return
+        width = 30
+        filled = int(width * self.done / max(1, self.total))
+        elapsed = time.monotonic() - self.started
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                         f"{elapsed:5.0f} s  {label[:30]:<30}")  # fmt: skip
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.live:
+            sys.stderr.write("\n")
+
+
+# ---- the whole class ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int):
+    """``jobs`` grading workers (spawned: a clean process each, torch imported once, one sandbox slot each)."""
+    context = multiprocessing.get_context("spawn")
+    slots = context.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
+                             initargs=(slots,)) as pool:  # fmt: skip
+        yield pool
+
+
+def grade_class(
+    assignment: str,
+    submissions: Path,
+    out: Path,
+    jobs: int = 1,
+    options: Options | None = None,
+    work: Path = DEFAULT_WORK,
+    quiet: bool = False,
+    pool: ProcessPoolExecutor | None = None,
+) -> int:
+    """Grade every submission of ``assignment`` under ``submissions`` into ``out``; the exit status.
+
+    ``pool`` (from :func:`worker_pool`) lets several calls share their workers.
+    """
+    options = options or Options()
+    if not options.unsafe and (problem := sandbox_problem()):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    out, work = Path(out), Path(work)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        found = collect.collect(Path(submissions), assignment)
+    except (OSError, ValueError) as exc:  # not a folder, not a zip, unreadable
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    gradebook.ensure_assignment(work, assignment)
+    scratch = Path(tempfile.mkdtemp(prefix="ag-", dir="/tmp"))  # short: sandboxes keep Unix sockets there
+    options.workdir = scratch
+    results: list[Result] = []
+    progress = Progress(len(found))
+
+    def keep(result: Result) -> None:
+        results.append(result)
+        report.save_record(out, result)
+        gradebook.record(work, result)
+        progress.step(result.student_id)
+
+    try:
+        pending = []
+        for submission in found:
+            if submission.status != "graded":
+                keep(failed_result(submission, assignment, submission.status))
+            else:
+                pending.append(submission)
+        for _attempt in range(2):  # a worker that dies takes its pool down: retry the rest once
+            if not pending:
+                break
+            if pool is not None and _attempt == 0:
+                pending = _run(pool, pending, assignment, options, keep)
+            else:
+                with worker_pool(jobs) as fresh:
+                    pending = _run(fresh, pending, assignment, options, keep)
+        for submission in pending:
+            keep(failed_result(submission, assignment, "grader_error", ["a grading worker crashed twice"]))
+    finally:
+        progress.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    records = report.load_records(out, assignment)
+    manual = gradebook.manual_scores(work, assignment)
+    report.write_csvs(out, records, manual)
+    from autograder.grading.sanitize import load_template
+
+    released = {gid: t.released for gid, t in load_template(assignment).tests.items() if not t.hidden}
+    report.write_feedback(out, records, manual, released)
+    if not quiet:
+        _summary(results, out, time.monotonic() - started)
+    return 1 if any(r.status == "grader_error" for r in results) else 0
+
+
+def _run(pool, pending, assignment, options, keep) -> list:
+    """Grade ``pending`` in ``pool``; returns the submissions lost to a crashed worker."""
+    lost = []
+    try:
+        futures = {pool.submit(_grade_in_worker, s, assignment, options): s for s in pending}
+    except BrokenProcessPool:
+        return pending
+    for future in as_completed(futures):
+        try:
+            keep(future.result())
+        except BrokenProcessPool:
+            lost.append(futures[future])
+    return sorted(lost, key=lambda s: s.student_id)
+
+
+def _summary(results: list[Result], out: Path, seconds: float) -> None:
+    statuses = Counter(r.status for r in results)
+    flags = Counter(flag for r in results for flag in r.flags)
+    graded = [r for r in results if r.status == "graded"]
+    print(f"graded {len(results)} submission(s) in {seconds:.1f} s")
+    print("  status: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    if flags:
+        print("  flags:  " + ", ".join(f"{k} {v}" for k, v in sorted(flags.items())))
+    if graded:
+        mean = sum(r.score for r in graded) / len(graded)
+        print(f"  mean automatic score of graded submissions: {mean:.2f} / {graded[0].max_score:g}")
+    print(f"  {out / 'grades.csv'}, {out / 'details.csv'}, {out / 'feedback'}/")

@@ -1,0 +1,50 @@
+"""The ``grade`` subcommand of ``python -m autograder``: its arguments, and a lazy entry point.
+
+This module stays light (no nbformat, no torch) so that ``python -m autograder --help`` and
+the other subcommands start fast; the grader itself (batch.py) is imported when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from autograder import course
+
+DEFAULT_WORK = course.AUTOGRADER / "work"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("assignment", help="assignment id, e.g. 03_attention_steps")
+    parser.add_argument("submissions", type=Path, help="a folder (one folder or one .ipynb per student) or a zip file")
+    parser.add_argument("--out", type=Path, required=True, help="where grades.csv, details.csv and feedback/ go")
+    parser.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
+    parser.add_argument("--timeout", type=float, default=600, help="wall-clock seconds per notebook (default 600)")
+    parser.add_argument("--memory", type=int, default=4096, help="memory limit per notebook in MB (default 4096)")
+    parser.add_argument("--call-timeout", type=float, default=120,
+                        help="seconds per cell or call before it is interrupted (default 120)")  # fmt: skip
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
+                        help="gradebook and autograded notebooks (default: autograder/work)")  # fmt: skip
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run student code unsandboxed (trusted code only)")  # fmt: skip
+
+
+def main(args) -> int:
+    from autograder.grading.batch import grade_class
+    from autograder.grading.runner import Options
+    from autograder.grading.sandbox import Limits
+
+    if args.assignment not in course.assignments():
+        print(f"error: unknown assignment {args.assignment}; known: {', '.join(course.assignments())}", file=sys.stderr)
+        return 2
+    if not args.submissions.exists():
+        print(f"error: {args.submissions} does not exist", file=sys.stderr)
+        return 2
+    if args.jobs < 1 or args.timeout <= 0 or args.memory < 256:
+        print("error: --jobs must be >= 1, --timeout > 0 and --memory >= 256", file=sys.stderr)
+        return 2
+    limits = Limits(memory_mb=args.memory, cpu_s=int(args.timeout) + 60)
+    options = Options(timeout=args.timeout, call_timeout=min(args.call_timeout, args.timeout), limits=limits,
+                      unsafe=args.unsafe_no_sandbox)  # fmt: skip
+    return grade_class(args.assignment, args.submissions, args.out, args.jobs, options, args.work)

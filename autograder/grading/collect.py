@@ -1,0 +1,207 @@
+"""Find each student's notebook in what the instructor downloaded.
+
+SUBMISSIONS may be
+
+- a folder with one folder per student (``alice/03_attention_steps.ipynb``; deeper layouts
+  such as nbgrader's ``submitted/alice/03_attention_steps/...`` work too): the student id is
+  the folder name;
+- a flat folder of ``<student_id>.ipynb`` files;
+- a zip file as a learning platform downloads it, holding either of the above. As with
+  nbgrader's ``zip_collect``, a file whose name matches ``FileNameCollector.named_regexp``
+  (from the nbgrader config, or the Blackboard-style default below) takes its student id
+  from the ``student_id`` group, and the newest ``timestamp`` wins when a student has several.
+
+A student's notebook is their only ``.ipynb``, whatever its name ("renamed" is noted); among
+several, the one named ``<assignment>.ipynb``, else the only one whose name contains the
+assignment id, else the only one holding the assignment's nbgrader cells. Otherwise the
+student gets a row with status ``ambiguous`` (or ``no_notebook``). Symbolic links and other
+special files are never followed; zip members are read in memory, never extracted, and their
+sizes are capped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+MAX_BYTES = 32 << 20  # a bigger notebook gets status too_large
+MAX_MEMBERS = 20000
+JUNK = ("__MACOSX", ".ipynb_checkpoints", "__pycache__")
+DEFAULT_REGEXPS = [
+    # Blackboard, the example of nbgrader's zip_collect documentation
+    r"^.+_(?P<student_id>[A-Za-z0-9.@+-]+)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.+)$",
+]
+
+
+@dataclass
+class Submission:
+    student_id: str
+    data: bytes | None  # the notebook's bytes; None when there is nothing to grade
+    source: str  # where it came from, relative to SUBMISSIONS
+    status: str = "graded"  # or no_notebook, ambiguous, too_large
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _File:
+    parts: tuple[str, ...]  # path components below the root
+    size: int
+    read: object  # () -> bytes
+    student_id: str | None = None
+    timestamp: str = ""
+    name: str | None = None  # the notebook's own name (None in a flat folder: there it is the student id)
+
+
+def safe_student_id(text: str) -> str:
+    """A student id usable as a file name and a gradebook key."""
+    cleaned = re.sub(r"[^A-Za-z0-9._@+-]+", "_", text.strip()).strip("._") or "unknown"
+    return cleaned[:100]
+
+
+def _junk(parts) -> bool:
+    return any(p in JUNK or p.startswith(".") or p.startswith("~$") for p in parts)
+
+
+def _folder_files(root: Path) -> list[_File]:
+    files = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not _junk([d]) and not os.path.islink(os.path.join(folder, d)))
+        for name in sorted(names):
+            path = Path(folder) / name
+            parts = path.relative_to(root).parts
+            if _junk(parts) or path.is_symlink() or not path.is_file():
+                continue
+            files.append(_File(parts, path.stat().st_size, path.read_bytes))
+    return files
+
+
+def _zip_files(archive: zipfile.ZipFile) -> list[_File]:
+    files = []
+    for info in archive.infolist()[:MAX_MEMBERS]:
+        if info.is_dir():
+            continue
+        parts = tuple(p for p in PurePosixPath(info.filename.replace("\\", "/")).parts if p not in ("", "."))
+        if not parts or ".." in parts or parts[0] == "/" or _junk(parts):
+            continue
+        if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link stored in the zip
+            continue
+        files.append(_File(parts, info.file_size, lambda info=info: _read_member(archive, info)))
+    return files
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    with archive.open(info) as handle:
+        data = handle.read(MAX_BYTES + 1)  # never trust the size the zip declares
+    return data
+
+
+def _named_regexps() -> list[re.Pattern]:
+    """nbgrader's FileNameCollector.named_regexp from the course config, then our defaults."""
+    patterns = []
+    try:
+        from autograder.release import nbgrader_config
+
+        configured = nbgrader_config().get("FileNameCollector", {}).get("named_regexp", "")
+        if configured:
+            patterns.append(configured)
+    except Exception:
+        pass
+    return [re.compile(p) for p in [*patterns, *DEFAULT_REGEXPS]]
+
+
+def _assign_students(files: list[_File], regexps) -> None:
+    """Each file's student: from a platform file name, else its folder, else its own name."""
+    root_files = [f for f in files if len(f.parts) == 1]
+    top_dirs = {f.parts[0] for f in files if len(f.parts) > 1}
+    # a single wrapping folder ("submissions/...") holding student folders or several notebooks
+    if not root_files and len(top_dirs) == 1:
+        inner = [f for f in files if len(f.parts) > 1]
+        if any(len(f.parts) > 2 for f in inner) or sum(f.parts[-1].endswith(".ipynb") for f in inner) > 1:
+            for f in files:
+                f.parts = f.parts[1:]
+    for f in files:
+        for pattern in regexps:
+            match = pattern.match(f.parts[-1])
+            if match and match.groupdict().get("student_id"):
+                f.student_id = match.group("student_id")
+                f.timestamp = match.groupdict().get("timestamp") or ""
+                f.name = match.groupdict().get("file_id") or f.parts[-1]
+                break
+        else:
+            if len(f.parts) > 1:
+                f.student_id, f.name = f.parts[0], f.parts[-1]
+            else:
+                f.student_id = str(PurePosixPath(f.parts[0]).with_suffix(""))
+
+
+def _choose(student: str, files: list[_File], assignment: str) -> Submission:
+    notebooks = [f for f in files if f.parts[-1].lower().endswith(".ipynb")]
+    if not notebooks and len(files) == 1 and PurePosixPath(files[0].parts[-1]).suffix.lower() in ("", ".json", ".txt"):
+        notebooks = files
+    if not notebooks:
+        return Submission(student, None, "", "no_notebook", notes=["no notebook found"])
+    newest = max(f.timestamp for f in notebooks)
+    notebooks = [f for f in notebooks if f.timestamp == newest]
+    flags, notes = [], []
+    if len(notebooks) > 1:
+        flags.append("multiple_notebooks")
+        exact = [f for f in notebooks if (f.name or f.parts[-1]) == f"{assignment}.ipynb"]
+        named = [f for f in notebooks if assignment in f.parts[-1]]
+        chosen = exact[:1] or (named if len(named) == 1 else []) or _by_content(notebooks, assignment)
+        if len(chosen) != 1:
+            names = ", ".join("/".join(f.parts) for f in notebooks)
+            return Submission(student, None, names, "ambiguous", flags, [f"several notebooks: {names}"])
+        notebooks = chosen
+    chosen = notebooks[0]
+    source = "/".join(chosen.parts)
+    if chosen.name is not None and chosen.name != f"{assignment}.ipynb":
+        flags.append("renamed")
+        notes.append(f"graded {source}")
+    if chosen.size > MAX_BYTES:
+        return Submission(student, None, source, "too_large", flags, notes)
+    data = chosen.read()
+    if len(data) > MAX_BYTES:
+        return Submission(student, None, source, "too_large", flags, notes)
+    return Submission(student, data, source, "graded", flags, notes)
+
+
+def _by_content(notebooks: list[_File], assignment: str) -> list[_File]:
+    """The notebooks that hold the most nbgrader cells of this assignment (if exactly one does)."""
+    from autograder.grading.sanitize import load_template
+
+    ids = load_template(assignment).grade_ids
+    counts = []
+    for f in notebooks:
+        text = f.read()[:MAX_BYTES].decode("utf-8", errors="replace") if f.size <= MAX_BYTES else ""
+        counts.append(sum(f'"{grade_id}"' in text for grade_id in ids))
+    best = max(counts)
+    winners = [f for f, n in zip(notebooks, counts) if n == best]
+    return winners if best > 0 and len(winners) == 1 else []
+
+
+def collect(path: Path, assignment: str) -> list[Submission]:
+    """One Submission per student found under ``path`` (a folder or a zip file), by student id."""
+    path = Path(path)
+    archive = None
+    if path.is_file():
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"{path} is neither a folder nor a zip file")
+        archive = zipfile.ZipFile(path)
+        files = _zip_files(archive)
+    elif path.is_dir():
+        files = _folder_files(path)
+    else:
+        raise FileNotFoundError(f"{path} does not exist")
+    try:
+        _assign_students(files, _named_regexps())
+        by_student: dict[str, list[_File]] = {}
+        for f in files:
+            by_student.setdefault(safe_student_id(f.student_id), []).append(f)
+        return [_choose(student, group, assignment) for student, group in sorted(by_student.items())]
+    finally:
+        if archive is not None:
+            archive.close()

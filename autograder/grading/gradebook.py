@@ -1,0 +1,123 @@
+"""Keep nbgrader's gradebook in step, so that formgrader, manual grading and export keep working.
+
+The gradebook (``gradebook.db`` in the working folder, ``autograder/work/`` by default, as in
+``autograder/nbgrader_config.py``) gets the assignment from nbgrader's own
+``generate_assignment`` (cells, points, checksums), then, per student, the submission, the
+automatic score of each test cell (``auto_score``) and the autograded notebook under
+``autograded/<student>/<assignment>/``, which formgrader shows. Manual scores are never
+touched: a written answer graded in formgrader keeps its score through any re-grading, and
+:func:`manual_scores` reads them back for the next export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from autograder import course
+
+
+def db_url(work: Path) -> str:
+    """The gradebook's URL; also puts the venv's ``bin`` on PATH (nbgrader runs ``alembic`` from it)."""
+    from autograder.release import venv_on_path
+
+    venv_on_path()
+    return f"sqlite:///{Path(work).resolve() / 'gradebook.db'}"
+
+
+def ensure_assignment(work: Path, assignment: str) -> None:
+    """Put the assignment in the gradebook (again, when its instructor notebook changed)."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.release import nbgrader_config
+
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    stamp = work / f".{assignment}.source-sha256"
+    digest = hashlib.sha256(course.solution_notebook(assignment).read_bytes()).hexdigest()
+    with Gradebook(db_url(work)) as gradebook:
+        try:
+            gradebook.find_assignment(assignment)
+            known = stamp.exists() and stamp.read_text() == digest
+        except MissingEntry:
+            known = False
+    if known:
+        return
+    with tempfile.TemporaryDirectory(prefix="release-") as scratch:
+        config = nbgrader_config(CourseDirectory={"release_directory": scratch, "db_url": db_url(work),
+                                                  "root": str(course.ROOT)})  # fmt: skip
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        result = api.generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        raise RuntimeError(f"nbgrader generate_assignment {assignment} failed: {result.get('error', '')}")
+    stamp.write_text(digest)
+
+
+def record(work: Path, result) -> None:
+    """Write one student's automatic scores and autograded notebook (manual scores are kept)."""
+    from sqlalchemy.exc import OperationalError
+
+    for attempt in range(5):  # sqlite is locked while another writer (formgrader, a second run) commits
+        try:
+            _record(work, result)
+            break
+        except OperationalError:
+            if attempt == 4:
+                raise
+            time.sleep(1 + attempt)
+    target = Path(work) / "autograded" / result.student_id / result.assignment / f"{result.assignment}.ipynb"
+    if result.notebook is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(result.notebook, encoding="utf-8")
+    elif target.exists():
+        target.unlink()
+
+
+def _record(work: Path, result) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(work)) as gradebook, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nbgrader's add_submission trips SQLAlchemy's autoflush warnings
+        gradebook.update_or_create_student(result.student_id)
+        gradebook.update_or_create_submission(result.assignment, result.student_id)
+        for cell in result.cells:
+            grade = gradebook.find_grade(cell.grade_id, result.assignment, result.assignment, result.student_id)
+            if cell.kind == "test":
+                grade.auto_score = cell.score
+                grade.needs_manual_grade = grade.manual_score is not None
+            else:
+                grade.auto_score = None
+                if grade.manual_score is None:
+                    grade.needs_manual_grade = True
+        gradebook.db.commit()
+
+
+def manual_scores(work: Path, assignment: str) -> dict[str, dict[str, float]]:
+    """student -> grade_id -> manual score, for every manual score entered in formgrader."""
+    from nbgrader.api import Grade, Gradebook, GradeCell, Notebook, SubmittedAssignment, SubmittedNotebook
+
+    scores: dict[str, dict[str, float]] = {}
+    if not (Path(work) / "gradebook.db").exists():
+        return scores
+    from nbgrader.api import Assignment, Student
+
+    with Gradebook(db_url(work)) as gradebook:
+        rows = (
+            gradebook.db.query(Student.id, GradeCell.name, Grade.manual_score)
+            .join(SubmittedAssignment, SubmittedAssignment.student_id == Student.id)
+            .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+            .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Grade, Grade.notebook_id == SubmittedNotebook.id)
+            .join(GradeCell, GradeCell.id == Grade.cell_id)
+            .join(Notebook, Notebook.id == GradeCell.notebook_id)
+            .filter(Assignment.name == assignment, Grade.manual_score.isnot(None))
+            .all()
+        )
+    for student, grade_id, score in rows:
+        scores.setdefault(student, {})[grade_id] = float(score)
+    return scores

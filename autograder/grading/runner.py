@@ -1,0 +1,332 @@
+"""Grade one submission: its code runs in a sandboxed kernel, every test runs here.
+
+The steps come from :func:`sanitize.prepare`, in the student's order with the instructor's
+test cells restored. A code step (the student's answers, demos and extra cells) executes
+in the sandbox. A test step executes in this process, the trusted one, in a namespace of
+its own that holds:
+
+- the instructor notebook's imports (numpy, torch, ...): the real modules of this process;
+- whatever earlier test cells defined (helpers, ``ref``): never overwritten by the student;
+- for every other name the test reads, the student's value: plain data, or a
+  :class:`rpc.Proxy` that calls into the sandbox.
+
+So the assertion helpers, the reference module and the comparison all live where the
+student's code cannot reach, and a test passes only if the data that came back from the
+student's code is right. Warnings are recorded, never printed: a warning costs nothing.
+
+If the kernel dies, the tests that already passed keep their points and every remaining
+one scores 0 with reason ``kernel_died``; past the notebook's time limit likewise with
+``timeout``. A single call that runs too long is interrupted and fails its test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import signal
+import threading
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.grading import rpc
+from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
+from autograder.grading.sanitize import Template, _normalise, load_template, loaded_names, prepare
+
+AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
+INSTALL_AGENT = (
+    "import types as _autograder_types\n"
+    "_autograder_module = _autograder_types.ModuleType('_autograder_agent')\n"
+    f"exec(compile({AGENT_SOURCE!r}, 'autograder-agent', 'exec'), _autograder_module.__dict__)\n"
+    "__autograder__ = _autograder_module.Agent(get_ipython().user_ns)\n"
+    "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)\n"
+    "del _autograder_types, _autograder_module\n"
+)
+MESSAGE_CHARS = 4000
+REASON_CHARS = 300
+
+
+class SandboxFailed(RuntimeError):
+    """The sandbox could not be started: the grader's problem, not the student's."""
+
+
+@dataclass
+class Options:
+    timeout: float = 600.0  # seconds per notebook, wall clock
+    call_timeout: float = 120.0  # seconds per cell or call (then interrupted)
+    limits: Limits = field(default_factory=Limits)
+    unsafe: bool = False  # no sandbox (the tests still run here, through the proxies)
+    workdir: Path = Path("/tmp")  # where scratch folders are made (short: it holds Unix sockets)
+
+
+@dataclass
+class CellGrade:
+    grade_id: str
+    kind: str  # "test" or "written"
+    score: float
+    max_score: float
+    reason: str  # one line: "passed", the failure, kernel_died, timeout, needs_manual_grade, a status
+    message: str = ""  # for the student's feedback: hidden-test lines removed
+    output: str = ""  # what a visible test printed (hidden tests' output is never shown)
+    hidden: bool = False
+
+
+@dataclass
+class Result:
+    student_id: str
+    assignment: str
+    status: str
+    flags: list[str]
+    notes: list[str]
+    cells: list[CellGrade]
+    notebook: str | None = None  # the autograded notebook (nbformat JSON), for the gradebook
+    seconds: float = 0.0
+    source: str = ""  # where the submission came from
+
+    @property
+    def score(self) -> float:
+        return sum(c.score for c in self.cells)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_score for c in self.cells)
+
+
+def _one_line(text: str, limit: int = REASON_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _safe_message(text: str, template: Template) -> str:
+    """The message without any line of a hidden test, capped."""
+    kept = []
+    for line in text.splitlines():
+        normal = _normalise(line)
+        if normal and any(secret in normal for secret in template.hidden_lines):
+            kept.append("[a line of a hidden test, not shown]")
+        else:
+            kept.append(line)
+    text = "\n".join(kept)
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + "\n[...]"
+
+
+def _error_output(exc: BaseException, remote: str = "") -> dict:
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    if remote:
+        lines += ["\nIn the student's code:\n", remote]
+    return {"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc)[:MESSAGE_CHARS],
+            "traceback": ["".join(lines)[-20000:]]}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _alarm(deadline: float):
+    """Raise NotebookTimeout in this (main) thread at the deadline, even inside trusted loops."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise NotebookTimeout("the notebook ran past its time limit")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic() + 0.5))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Grader:
+    """The state of one grading run: sandbox, trusted namespace, outputs, results."""
+
+    def __init__(self, template: Template, options: Options, slot: int):
+        self.template = template
+        self.options = options
+        self.slot = slot
+        self.deadline = 0.0
+        self.sandbox: Sandbox | None = None
+        self.session: rpc.Session | None = None
+        self.namespace: dict = {"__name__": "__grading__"}
+        self.remote_names: dict = {}  # name -> the value bound from the student's namespace
+        self.sink: list | None = None  # where the student's output during a call goes
+        self.flags: set[str] = set()
+        self.grades: dict[str, CellGrade] = {}
+        self.execution_count = 0
+
+    # ---- talking to the sandbox --------------------------------------------------------------
+
+    def _call_limit(self) -> float:
+        return max(0.1, min(self.options.call_timeout, self.deadline - time.monotonic()))
+
+    def transport(self, text: str) -> str:
+        answer, out = self.sandbox.call({"request": text}, self.deadline, self._call_limit())
+        if self.sink is not None:
+            self.sink.extend(out.outputs)
+        if not isinstance(answer, dict) or not isinstance(answer.get("autograder"), str):
+            raise rpc.ProtocolError("the grader's agent in the student's kernel did not answer")
+        return answer["autograder"]
+
+    # ---- steps -------------------------------------------------------------------------------
+
+    def run_code(self, cell) -> None:
+        self.execution_count += 1
+        cell.execution_count = self.execution_count
+        try:
+            out = self.sandbox.run(cell.source, self.deadline, self._call_limit())
+        except CallTimeout:
+            self.flags.add("timeout")
+            cell.outputs = [nbformat.from_dict(_error_output(TimeoutError("the cell ran past its time limit")))]
+            return
+        cell.outputs = [nbformat.from_dict(o) for o in out.outputs]
+        if out.truncated:
+            self.flags.add("output_truncated")
+        if any(o.get("ename") == "MemoryError" for o in out.outputs):
+            self.flags.add("memory")
+
+    def run_test(self, step) -> CellGrade:
+        test = self.template.tests[step.grade_id]
+        grade = CellGrade(step.grade_id, "test", 0.0, test.points, "", hidden=test.hidden)
+        wanted = loaded_names(test.source) - (set(self.namespace) - set(self.remote_names))
+        printed, outputs = io.StringIO(), []
+        self.sink = outputs
+        step.cell.execution_count = self.execution_count = self.execution_count + 1
+        try:
+            if wanted:
+                for name, value in self.session.lookup(wanted).items():
+                    self.namespace[name] = self.remote_names[name] = value
+            code = compile(test.source, f"<test {step.grade_id}>", "exec")
+            with (
+                warnings.catch_warnings(record=True),
+                contextlib.redirect_stdout(printed),
+                contextlib.redirect_stderr(printed),
+            ):
+                warnings.simplefilter("default")
+                exec(code, self.namespace)
+        except CallTimeout:
+            self.flags.add("timeout")
+            grade.reason = "timeout"
+            grade.message = "a call to your code ran past its time limit and was interrupted"
+            outputs.append(_error_output(TimeoutError(grade.message)))
+        except rpc.ProtocolError as exc:
+            grade.reason = _one_line(f"invalid answer from the student's kernel: {exc}")
+            grade.message = grade.reason
+            outputs.append(_error_output(exc))
+        except Exception as exc:  # the test failed: an assertion, or an error in the student's code
+            remote = getattr(exc, "remote_traceback", "")
+            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            grade.reason = _one_line(_safe_message(text, self.template))
+            grade.message = _safe_message(text, self.template)
+            if remote and not test.hidden:
+                grade.message += "\n\nTraceback in your code:\n" + _safe_message(remote, self.template)
+            if type(exc).__name__ == "MemoryError":
+                self.flags.add("memory")
+            outputs.append(_error_output(exc, remote))
+        else:
+            grade.score, grade.reason = test.points, "passed"
+        finally:
+            self.sink = None
+            self._push_rng()
+            for name, value in list(self.remote_names.items()):
+                if self.namespace.get(name) is not value:  # the test rebound it: it is the test's now
+                    del self.remote_names[name]
+        text = printed.getvalue() + "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+        if not test.hidden:
+            grade.output = text[-MESSAGE_CHARS:]
+        cell_outputs = [{"output_type": "stream", "name": "stdout", "text": text[-20000:]}] if text else []
+        cell_outputs += [o for o in outputs if o.get("output_type") == "error"]
+        step.cell.outputs = [nbformat.from_dict(o) for o in cell_outputs]
+        return grade
+
+    def _push_rng(self) -> None:
+        try:
+            self.session.push_rng()
+        except (rpc.ProtocolError, CallTimeout, TypeError, ValueError):
+            pass
+
+    # ---- the whole notebook ------------------------------------------------------------------
+
+    def run(self, plan) -> str:
+        """Run every step; returns the reason remaining tests fail for ("" if all ran)."""
+        self.deadline = time.monotonic() + self.options.timeout
+        self.sandbox = Sandbox(self.options.workdir, self.slot, self.options.limits, self.options.unsafe)
+        failure = ""
+        try:
+            with _alarm(self.deadline):
+                try:  # up to here nothing of the student's ran: a failure is the grader's
+                    self.sandbox.start(self.deadline)
+                    installed = self.sandbox.run(INSTALL_AGENT, self.deadline, self._call_limit(), silent=True)
+                except (KernelDied, NotebookTimeout, CallTimeout) as exc:
+                    raise SandboxFailed(f"the sandbox did not start: {exc}") from None
+                if (installed.reply or {}).get("status") != "ok":
+                    raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
+                self.session = rpc.Session(self.transport)
+                for name, value in self._trusted_imports().items():
+                    self.namespace[name] = value
+                for step in plan.steps:
+                    if step.kind == "code":
+                        self.run_code(step.cell)
+                    elif step.kind == "test":
+                        self.grades[step.grade_id] = self.run_test(step)
+        except KernelDied:
+            failure = "kernel_died"
+            if self.sandbox.oom_killed():
+                self.flags.add("memory")
+        except NotebookTimeout:
+            failure = "timeout"
+        except SandboxFailed as exc:
+            self.sandbox.close()
+            raise SandboxFailed(f"{exc}\n{self.sandbox.log_tail}") from None
+        finally:
+            self.sandbox.close()
+        if failure:
+            self.flags.add(failure)
+        return failure
+
+    def _trusted_imports(self) -> dict:
+        """The instructor's imports that the tests use: here, the real modules (numpy, torch, ...);
+        matplotlib's from the student's process, where the figures their code draws live."""
+        used = set().union(*(loaded_names(t.source) for t in self.template.tests.values()))
+        namespace: dict = {}
+        for statement, bound in self.template.imports:
+            if not bound & used:
+                continue
+            if re.match(r"(import|from)\s+matplotlib\b", statement):
+                namespace.update(self.session.request("imports", statement))
+            else:
+                exec(statement, namespace)
+        namespace.pop("__builtins__", None)
+        return namespace
+
+
+def grade(student_id: str, data: bytes, assignment: str, options: Options, slot: int = 0, source: str = "") -> Result:
+    """Grade one submission (the bytes of a notebook) of ``assignment``."""
+    started = time.monotonic()
+    template = load_template(assignment)
+    plan = prepare(data, template)
+    grader = _Grader(template, options, slot)
+    failure = plan.status if plan.status != "graded" else grader.run(plan)
+    messages = {
+        "kernel_died": "the kernel died before this test could run (a crash, os._exit, a signal, the memory limit)",
+        "timeout": "the notebook ran past its time limit before this test could run",
+    }
+    cells = []
+    for grade_id, test in template.tests.items():
+        cell = grader.grades.get(grade_id)
+        if cell is None:
+            message = messages.get(failure, f"not graded: {failure}")
+            cell = CellGrade(grade_id, "test", 0.0, test.points, failure or "not_run", message, hidden=test.hidden)
+        cells.append(cell)
+    for grade_id, (_, points, _) in template.written.items():
+        reason = "needs_manual_grade" if plan.status == "graded" else plan.status
+        cells.append(CellGrade(grade_id, "written", 0.0, points, reason, "graded by hand"))
+    cells.sort(key=lambda cell: template.indices[cell.grade_id])  # notebook order
+    flags = sorted(plan.flags | grader.flags)
+    notebook = nbformat.writes(plan.notebook(template)) if plan.status == "graded" else None
+    return Result(student_id, assignment, plan.status, flags, plan.notes, cells, notebook,
+                  round(time.monotonic() - started, 2), source)  # fmt: skip

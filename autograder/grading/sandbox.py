@@ -1,0 +1,596 @@
+"""The student's kernel, isolated: one sandbox per submission.
+
+As root, the kernel is started as::
+
+    unshare --net --pid --mount --ipc --uts --fork --kill-child=SIGKILL
+      sh -c SETUP            # pid 1 of the new namespaces, still root
+        chroot /jail setpriv --reuid UID ... prlimit ... env -i ... python -m ipykernel_launcher
+
+SETUP builds a jail on a fresh tmpfs that exists only in the sandbox's mount namespace, and
+bind-mounts into it read-only exactly what the kernel needs: ``/usr``, ``/etc``, the Python
+installation, the virtual environment and the student package ``attention_course``; then it
+``pivot_root``s into it and detaches the old root. The repository (``solutions/``,
+``autograder/``, other students' files, the gradebook) is not in the namespace at all.
+``/tmp`` (the kernel's working directory and ``HOME``) is the submission's scratch folder:
+a size-limited tmpfs on the host, owned by the sandbox user, that also holds the kernel's
+connection file and its IPC sockets (the grader talks to the kernel over Unix sockets: the
+sandbox has no network at all, not even loopback).
+
+The kernel runs as an unprivileged user of its own (one uid per parallel job, so that one
+job's processes count neither against another's limits nor can signal them), with no
+capabilities, ``no_new_privs``, and rlimits on address space (``--memory``), processes,
+file size and CPU time. Where the cgroup hierarchy is writable, a memory and pids cgroup
+per job adds hard limits on the whole process tree. Killing ``unshare`` kills pid 1 of the
+namespace (``--kill-child``), which makes the kernel kill every process left in it; the
+cgroup, when there is one, is swept as well.
+
+:class:`Sandbox` exposes one primitive, :meth:`Sandbox.run`: send code to the kernel and
+collect what comes back, within a deadline, with the output capped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+UID_BASE = 62000  # the sandbox of parallel job N runs as uid/gid UID_BASE + N
+CONNECTION_FILE = ".kernel.json"
+IPC_PREFIX = ".k"
+MAX_MESSAGE_BYTES = 512 << 20  # a larger message from the kernel makes ZMQ drop the connection
+MAX_ANSWER_BYTES = 16 << 20  # an agent's answer larger than this is not even decoded
+POLL_S = 0.05
+
+
+class KernelDied(BaseException):
+    """The kernel process is gone (a crash, os._exit, a signal, the memory limit)."""
+
+
+class NotebookTimeout(BaseException):
+    """The notebook's wall-clock budget is spent; the sandbox has been killed."""
+
+
+class CallTimeout(BaseException):
+    """One cell or call ran past its own limit and was interrupted; the kernel survived."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """Sandboxing is impossible here (not root, no unshare); see ``--unsafe-no-sandbox``."""
+
+
+def sandbox_problem() -> str | None:
+    """Why a real sandbox cannot be built on this machine, or None when it can."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "the sandbox needs root (unshare, mount, setpriv); run as root or pass --unsafe-no-sandbox"
+    for tool in ("unshare", "setpriv", "prlimit", "chroot", "mount", "umount"):
+        if shutil.which(tool) is None:
+            return f"the sandbox needs `{tool}` (util-linux/coreutils); install it or pass --unsafe-no-sandbox"
+    probe = subprocess.run(["unshare", "--net", "--pid", "--mount", "--ipc", "--fork", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return f"unshare cannot create namespaces here ({probe.stderr.decode(errors='replace').strip()[:200]})"
+    return None
+
+
+@dataclass
+class Limits:
+    """Resource limits of one sandbox."""
+
+    memory_mb: int = 4096  # address space of each process (RLIMIT_AS); the cgroup's memory limit
+    processes: int = 64  # RLIMIT_NPROC of the sandbox user (threads count too); the cgroup's pids.max
+    file_mb: int = 64  # largest file a process may write (RLIMIT_FSIZE)
+    scratch_mb: int = 256  # size of the scratch tmpfs
+    cpu_s: int = 900  # CPU seconds per process (RLIMIT_CPU), a backstop to the wall-clock limit
+    output_bytes: int = 2 << 20  # output kept per notebook (text and images); the rest is dropped
+
+
+@dataclass
+class Output:
+    """What one execution produced, in nbformat output dicts, capped."""
+
+    outputs: list = field(default_factory=list)
+    truncated: bool = False
+    reply: dict | None = None  # the execute_reply content
+
+
+class _OutputBudget:
+    """Counts the bytes of output kept for a whole notebook."""
+
+    def __init__(self, limit: int):
+        self.left = limit
+        self.truncated = False
+
+    def take(self, size: int) -> bool:
+        if size > self.left:
+            self.truncated = True
+            self.left = 0
+            return False
+        self.left -= size
+        return True
+
+
+class _CGroups:
+    """Memory, pids and cpu cgroups for one job, when the hierarchy is writable (v1 or v2).
+
+    The cpu group gives every sandbox the same share of the processors however many
+    processes it runs: a fork bomb slows down only itself.
+    """
+
+    def __init__(self, name: str, limits: Limits):
+        self.dirs: list[Path] = []
+        self.oom_file: Path | None = None
+        base = Path("/sys/fs/cgroup")
+        wanted = {
+            "memory": ("memory.limit_in_bytes", str(limits.memory_mb << 20)),
+            "pids": ("pids.max", str(limits.processes)),
+            "cpu": ("cpu.shares", "1024"),
+        }
+        if (base / "cgroup.controllers").exists():  # v2
+            try:
+                path = base / name
+                path.mkdir(exist_ok=True)
+                (path / "memory.max").write_text(str(limits.memory_mb << 20))
+                (path / "pids.max").write_text(str(limits.processes))
+                self.dirs.append(path)
+                self.oom_file = path / "memory.events"
+            except OSError:
+                pass
+            return
+        for controller, (knob, value) in wanted.items():  # v1
+            try:
+                path = base / controller / name
+                path.mkdir(parents=True, exist_ok=True)
+                (path / knob).write_text(value)
+                self.dirs.append(path)
+                if controller == "memory":
+                    self.oom_file = path / "memory.oom_control"
+            except OSError:
+                continue
+
+    def join_commands(self) -> str:
+        return "".join(f"echo 0 > {shlex.quote(str(d / 'cgroup.procs'))}\n" for d in self.dirs)
+
+    def oom_killed(self) -> bool:
+        try:
+            for line in self.oom_file.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and int(value) > 0:
+                    return True
+        except (OSError, AttributeError, ValueError):
+            pass
+        return False
+
+    def kill_and_remove(self) -> None:
+        for path in self.dirs:
+            for _ in range(50):
+                try:
+                    pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                time.sleep(0.02)
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+
+
+def _read_only_binds() -> list[str]:
+    """Host paths the kernel needs, read-only: the system, Python, the venv, the course package."""
+    import importlib.util
+
+    paths = ["/usr", "/etc", sys.base_prefix, sys.prefix]
+    spec = importlib.util.find_spec("attention_course")
+    if spec and spec.submodule_search_locations:
+        paths.extend(spec.submodule_search_locations)
+    unique = []
+    for path in paths:
+        path = os.path.realpath(path)
+        if os.path.isdir(path) and path not in unique and not any(path.startswith(p + "/") for p in unique):
+            unique.append(path)
+    return unique
+
+
+def _setup_script(root: Path, scratch: Path, uid: int, limits: Limits, cgroups: _CGroups, command: list[str]) -> str:
+    """The shell script run as pid 1 (root) of the new namespaces: build the jail, drop, run.
+
+    The jail is ``ROOT/jail`` on a fresh tmpfs. After ``pivot_root`` into ROOT and a lazy
+    unmount of the old root, the host's file system is no longer in the namespace at all;
+    the kernel then runs chrooted in the jail (a chrooted process may not create user
+    namespaces, which keeps it without any capability).
+    """
+    q = shlex.quote
+    lines = ["set -e", cgroups.join_commands(), f"R={q(str(root))}", 'J="$R/jail"']
+    lines.append('mount -t tmpfs -o mode=755,size=4m tmpfs "$R"')
+    lines.append('mkdir -p "$J/proc" "$J/dev/shm" "$J/tmp"')
+    for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"), ("sbin", "usr/sbin")):
+        if os.path.islink(f"/{link}"):
+            lines.append(f'ln -s {target} "$J/{link}"')
+    for path in _read_only_binds():
+        lines.append(f'mkdir -p "$J"{q(path)} && mount --bind {q(path)} "$J"{q(path)}')
+        lines.append(f'mount -o remount,bind,ro,nosuid,nodev "$J"{q(path)}')
+    for node in ("null", "zero", "random", "urandom"):
+        lines.append(f'touch "$J/dev/{node}" && mount --bind /dev/{node} "$J/dev/{node}"')
+    lines.append('mount -t proc -o nosuid,nodev,noexec proc "$J/proc"')
+    lines.append(f'mount --bind {q(str(scratch))} "$J/tmp"')
+    lines.append(f'mount --bind {q(str(scratch / ".shm"))} "$J/dev/shm"')
+    # enough outside the jail to run the last commands, then swap the roots and drop the old one
+    lines += [f'ln -s jail/{d} "$R/{d}"' for d in ("usr", "bin", "lib", "lib64", "sbin", "proc")]
+    lines += ['cd "$R"', "mkdir .old", "pivot_root . .old", "cd /", "umount -l /.old", "rmdir /.old"]
+    env = {
+        "HOME": "/tmp",
+        "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "MPLCONFIGDIR": "/tmp/.mpl",
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2",
+    }
+    drop = [
+        "chroot", "/jail",
+        "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+        "/usr/bin/prlimit", f"--as={limits.memory_mb << 20}", f"--nproc={limits.processes}",
+        f"--fsize={limits.file_mb << 20}", f"--cpu={limits.cpu_s}", "--core=0", "--",
+        "/usr/bin/env", "-i", "-C", "/tmp", *(f"{k}={v}" for k, v in env.items()),
+    ]  # fmt: skip
+    # pid 1 stays a root shell that waits: when the kernel exits, the namespace goes with it
+    lines.append(" ".join(q(part) for part in drop + command))
+    return "\n".join(line for line in lines if line)
+
+
+def _matplotlib_font_cache() -> Path | None:
+    """A matplotlib font list to seed each kernel with (building one costs seconds per kernel)."""
+    for folder in (os.environ.get("MPLCONFIGDIR"), Path.home() / ".cache" / "matplotlib"):
+        if folder and Path(folder).is_dir():
+            found = sorted(Path(folder).glob("fontlist-*.json"))
+            if found:
+                return found[-1]
+    return None
+
+
+class Sandbox:
+    """One kernel in its sandbox. Use as a context manager; :meth:`close` always kills it."""
+
+    def __init__(self, workdir: Path, slot: int = 0, limits: Limits | None = None, unsafe: bool = False):
+        self.workdir = Path(workdir)
+        self.slot = slot
+        self.limits = limits or Limits()
+        self.unsafe = unsafe
+        self.uid = UID_BASE + slot
+        self.proc: subprocess.Popen | None = None
+        self.client = None
+        self.context = None
+        self.scratch: Path | None = None
+        self.cgroups: _CGroups | None = None
+        self.budget = _OutputBudget(self.limits.output_bytes)
+        self._mounted = False
+        self._comm_id: str | None = None
+        self.log_tail = ""  # the end of the kernel's own log (stderr), once closed
+
+    # ---- life cycle -------------------------------------------------------------------------
+
+    def start(self, deadline: float) -> None:
+        """Start the kernel and wait until it answers; raises KernelDied or NotebookTimeout."""
+        if not self.unsafe and (problem := sandbox_problem()):
+            raise SandboxUnavailable(problem)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"s{self.slot}-", dir=self.workdir))
+        if not self.unsafe:
+            size = f"size={self.limits.scratch_mb}m,mode=0700,uid={self.uid},gid={self.uid}"
+            subprocess.run(["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(self.scratch)], check=True)
+            self._mounted = True
+        for sub in (".mpl", ".shm", ".ipython", ".jupyter"):
+            (self.scratch / sub).mkdir()
+        if font_cache := _matplotlib_font_cache():
+            shutil.copy(font_cache, self.scratch / ".mpl" / font_cache.name)
+        key = secrets.token_hex(16)
+        ports = dict(shell_port=1, iopub_port=2, stdin_port=3, control_port=4, hb_port=5)
+        inside = "/tmp" if not self.unsafe else str(self.scratch)
+        info = dict(transport="ipc", key=key, signature_scheme="hmac-sha256", kernel_name="python3", **ports)
+        (self.scratch / CONNECTION_FILE).write_text(json.dumps(dict(info, ip=f"{inside}/{IPC_PREFIX}")))
+        if not self.unsafe:
+            for path in self.scratch.rglob("*"):
+                os.chown(path, self.uid, self.uid)
+        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", f"{inside}/{CONNECTION_FILE}",
+                  "--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=CRITICAL"]  # fmt: skip
+        log = open(self.workdir / f"kernel-{self.slot}.log", "wb")
+        try:
+            if self.unsafe:
+                env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
+                env.update(MPLCONFIGDIR=str(self.scratch / ".mpl"), IPYTHONDIR=str(self.scratch / ".ipython"),
+                           OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # fmt: skip
+                self.proc = subprocess.Popen(kernel, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
+                                             stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+            else:
+                name = f"autograder-{self.slot}"
+                self.cgroups = _CGroups(name, self.limits)
+                root = self.workdir / f"root-{self.slot}"
+                root.mkdir(exist_ok=True)
+                script = _setup_script(root, self.scratch, self.uid, self.limits, self.cgroups, kernel)
+                unshare = ["unshare", "--net", "--pid", "--mount", "--ipc", "--uts", "--fork",
+                           "--kill-child=SIGKILL", "--propagation", "private", "sh", "-c", script]  # fmt: skip
+                path = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+                self.proc = subprocess.Popen(unshare, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=path,
+                                             start_new_session=True)  # fmt: skip
+        finally:
+            log.close()
+        self._connect(dict(info, ip=f"{self.scratch}/{IPC_PREFIX}"), deadline)
+
+    def _connect(self, info: dict, deadline: float) -> None:
+        import zmq
+        from jupyter_client import BlockingKernelClient
+
+        self.context = zmq.Context()
+        self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self.client = BlockingKernelClient(context=self.context)
+        self.client.load_connection_info(info)
+        self.client.start_channels()
+        # kernel_info until the shell answers AND iopub delivers (a subscription that is not
+        # established yet silently drops messages)
+        shell_ok = iopub_ok = False
+        while not (shell_ok and iopub_ok):
+            msg_id = self.client.kernel_info()
+            until = min(deadline, time.monotonic() + 0.5)
+            while time.monotonic() < until and not (shell_ok and iopub_ok):
+                self._check(deadline)
+                try:
+                    msg = self.client.get_shell_msg(timeout=POLL_S)
+                    shell_ok = shell_ok or msg["parent_header"].get("msg_id") == msg_id
+                except Exception:
+                    pass
+                try:
+                    self.client.get_iopub_msg(timeout=0.0 if not shell_ok else POLL_S)
+                    iopub_ok = True
+                except Exception:
+                    pass
+            self._check(deadline)
+        self._drain_iopub(0.05)
+
+    def _check(self, deadline: float) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise KernelDied(f"the kernel exited (status {self.proc.returncode})")
+        if time.monotonic() >= deadline:
+            self.kill()
+            raise NotebookTimeout("the notebook ran past its time limit")
+
+    def _drain_iopub(self, seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            try:
+                self.client.get_iopub_msg(timeout=0.01)
+            except Exception:
+                return
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def oom_killed(self) -> bool:
+        return bool(self.cgroups and self.cgroups.oom_killed())
+
+    def kill(self) -> None:
+        """Kill the kernel and everything it started (the whole pid namespace)."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                if self.unsafe:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                else:
+                    self.proc.kill()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.unsafe:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if self.cgroups:
+            self.cgroups.kill_and_remove()
+
+    def close(self) -> None:
+        self.kill()
+        if self.client is not None:
+            try:
+                self.client.stop_channels()
+            except Exception:
+                pass
+            self.client = None
+        if self.context is not None:
+            self.context.destroy(linger=0)
+            self.context = None
+        if self.scratch is not None:
+            if self._mounted:
+                subprocess.run(["umount", "-l", str(self.scratch)], check=False, capture_output=True)
+                self._mounted = False
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+        root = self.workdir / f"root-{self.slot}"
+        if root.is_dir():
+            try:
+                root.rmdir()
+            except OSError:
+                pass
+        log = self.workdir / f"kernel-{self.slot}.log"
+        if log.exists():  # keep its end for error messages; the file goes
+            self.log_tail = log.read_bytes()[-2000:].decode(errors="replace")
+            log.unlink()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- execution --------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Ask the kernel to interrupt what it runs (SIGINT through the control channel)."""
+        try:
+            msg = self.client.session.msg("interrupt_request", {})
+            self.client.control_channel.send(msg)
+        except Exception:
+            pass
+
+    def run(
+        self,
+        code: str,
+        deadline: float,
+        call_limit: float | None = None,
+        *,
+        silent: bool = False,
+    ) -> Output:
+        """Execute ``code`` in the kernel and collect its outputs and reply.
+
+        ``deadline`` is the notebook's (monotonic clock): past it the sandbox is killed and
+        NotebookTimeout raised. ``call_limit`` (seconds) bounds this one execution: past it
+        the kernel is interrupted; CallTimeout if it recovers, else it is killed. KernelDied
+        when the kernel disappears meanwhile.
+        """
+        if not self.alive:
+            raise KernelDied("the kernel is not running")
+        msg_id = self.client.execute(code, silent=silent, store_history=not silent, allow_stdin=False,
+                                     stop_on_error=False)  # fmt: skip
+        result = Output()
+        self._wait(msg_id, result, deadline, call_limit)
+        return result
+
+    def call(self, data: dict, deadline: float, call_limit: float | None = None) -> tuple[dict | None, Output]:
+        """Send ``data`` to the grader's agent over its comm; (the agent's answer or None, outputs)."""
+        if not self.alive:
+            raise KernelDied("the kernel is not running")
+        if self._comm_id is None:
+            self._comm_id = secrets.token_hex(16)
+            opening = self.client.session.msg("comm_open", {"comm_id": self._comm_id, "target_name": "autograder",
+                                                            "data": {}})  # fmt: skip
+            self.client.shell_channel.send(opening)
+        message = self.client.session.msg("comm_msg", {"comm_id": self._comm_id, "data": data})
+        self.client.shell_channel.send(message)
+        result = Output()
+        self._wait(message["header"]["msg_id"], result, deadline, call_limit, comm=True)
+        return result.reply, result
+
+    def _wait(self, msg_id: str, result: Output, deadline: float, call_limit: float | None, comm=False) -> None:
+        """Collect what the kernel sends about request ``msg_id`` until it is done (see run)."""
+        import zmq
+
+        shell, iopub = self.client.shell_channel, self.client.iopub_channel
+        poller = zmq.Poller()
+        poller.register(shell.socket, zmq.POLLIN)
+        poller.register(iopub.socket, zmq.POLLIN)
+        limit = time.monotonic() + call_limit if call_limit else None
+        interrupted_at = None
+        idle_at = answered_at = None
+        while True:
+            now = time.monotonic()
+            if answered_at is not None and (idle_at is not None or now > answered_at + 1.0):
+                break  # done; an idle status lost to a flooded iopub is not waited for long
+            if comm and idle_at is not None and now > idle_at + 0.2:
+                break  # the handler finished without answering (the agent is broken or gone)
+            self._check(deadline)
+            if limit is not None and now > limit and interrupted_at is None:
+                self.interrupt()
+                interrupted_at = now
+            if interrupted_at is not None and now > interrupted_at + 3.0:
+                self.kill()
+                raise NotebookTimeout("a call ignored the interrupt after its time limit")
+            ready = dict(poller.poll(int(POLL_S * 1000)))
+            if shell.socket in ready:
+                reply = shell.get_msg(timeout=0)
+                if reply["parent_header"].get("msg_id") == msg_id and not comm:
+                    result.reply, answered_at = reply["content"], time.monotonic()
+            if iopub.socket in ready:
+                msg = self._iopub_message(iopub.socket, msg_id)
+                if msg is None:
+                    continue
+                kind, content = msg
+                if kind == "status" and content.get("execution_state") == "idle":
+                    idle_at = time.monotonic()
+                elif kind == "comm_msg" and comm and answered_at is None:
+                    result.reply, answered_at = content.get("data"), time.monotonic()
+                elif kind in ("stream", "display_data", "execute_result", "error"):
+                    self._keep(result, kind, content)
+        result.truncated = self.budget.truncated
+        if interrupted_at is not None:
+            raise CallTimeout("interrupted after its time limit")
+
+    def _iopub_message(self, socket, msg_id: str):
+        """(type, content) of the next iopub message about ``msg_id``, else None. The content of
+        output messages is not even decoded once the output budget is spent (a flood costs little)."""
+        import zmq
+
+        session = self.client.session
+        try:
+            _, frames = session.feed_identities(socket.recv_multipart(zmq.NOBLOCK), copy=True)
+            msg = session.deserialize(frames, content=False, copy=True)
+        except (zmq.ZMQError, ValueError, KeyError, TypeError):
+            return None
+        if msg["parent_header"].get("msg_id") != msg_id:
+            return None
+        kind, size = msg["msg_type"], len(msg["content"])
+        output = kind in ("stream", "display_data", "execute_result", "error")
+        if output and (self.budget.left == 0 or (size > self.budget.left and (kind != "stream" or size > 64 << 20))):
+            self.budget.truncated = True  # a flood (ipykernel sends a big print as one message)
+            return None
+        if not output and size > MAX_ANSWER_BYTES:
+            return None
+        try:
+            content = session.unpack(msg["content"])
+        except ValueError:
+            return None
+        return (kind, content) if isinstance(content, dict) else None
+
+    def _keep(self, result: Output, kind: str, content: dict) -> None:
+        if kind == "stream":
+            text = content.get("text", "")
+            if not isinstance(text, str):
+                return
+            last = result.outputs[-1] if result.outputs else None
+            if len(text) > self.budget.left:  # keep the beginning of a flood
+                text = text[: self.budget.left] + "\n[output truncated by the grader]\n"
+                self.budget.left, self.budget.truncated = len(text), True
+            if not self.budget.take(len(text)):
+                return
+            if last is not None and last.get("output_type") == "stream" and last.get("name") == content.get("name"):
+                last["text"] += text
+            else:
+                result.outputs.append({"output_type": "stream", "name": content.get("name", "stdout"), "text": text})
+            return
+        size = len(json.dumps(content, default=str))
+        if not self.budget.take(size):
+            return
+        if kind == "error":
+            result.outputs.append({"output_type": "error", "ename": str(content.get("ename", "")),
+                                   "evalue": str(content.get("evalue", "")),
+                                   "traceback": [str(t) for t in content.get("traceback", [])]})  # fmt: skip
+        elif kind == "execute_result":
+            result.outputs.append({"output_type": "execute_result", "data": content.get("data", {}),
+                                   "metadata": content.get("metadata", {}),
+                                   "execution_count": content.get("execution_count")})  # fmt: skip
+        else:
+            result.outputs.append({"output_type": "display_data", "data": content.get("data", {}),
+                                   "metadata": content.get("metadata", {})})  # fmt: skip

@@ -1,0 +1,164 @@
+"""Benchmark the class grader against plain nbgrader (a script, not a test).
+
+Grades the same set of submissions of one chapter three ways and checks that the scores agree:
+
+1. ``nbgrader autograde`` in a scratch course (as tests/test_nbgrader_end_to_end.py sets one up);
+2. ``python -m autograder grade ... --jobs 1``;
+3. ``python -m autograder grade ... --jobs 2``.
+
+The submissions are honest: every combination of finished and unfinished exercises that the
+count asks for (the reference answers for some exercises, the stub for the others). Setup
+(generating the assignment, creating the gradebooks) is not timed; each timed step is the one
+command an instructor would run. Targets on a 2-core machine: --jobs 1 within 1.3x of
+nbgrader, --jobs 2 at least 1.7x faster than --jobs 1.
+
+    .venv/bin/python scripts/benchmark_grader.py [--assignment 03_attention_steps] [--count 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder import course  # noqa: E402
+from autograder.grading import gradebook  # noqa: E402
+
+
+def submissions(assignment: str, count: int) -> dict[str, nbformat.NotebookNode]:
+    """``count`` honest notebooks: student i finished the exercises whose bit is set in i (reference answers)."""
+    solved = nbformat.read(course.solution_notebook(assignment), as_version=4)
+    stub = nbformat.read(course.student_notebook(assignment), as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solved.cells
+               if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}  # fmt: skip
+    exercises = sorted(answers)
+    result = {}
+    for i in range(count):  # student 0 finished everything, student 1 nothing, the others a mix
+        mask = (1 << len(exercises)) - 1 if i == 0 else 0 if i == 1 else (i * 2654435761) >> 7
+        nb = copy.deepcopy(stub)
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in answers and (mask >> exercises.index(grade_id)) & 1:
+                cell.source = answers[grade_id]
+        result[f"student{i:03d}"] = nb
+    return result
+
+
+def env() -> dict:
+    e = dict(os.environ)
+    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e.get("PATH", "")  # nbgrader needs alembic
+    e["PYTHONPATH"] = str(ROOT)  # the grading kernel imports autograder.reference
+    return e
+
+
+BUSY: list[float] = []  # machine-wide busy CPU seconds during each timed command
+
+
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat; other work included)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def run(command: list[str], cwd: Path) -> float:
+    busy = _busy_seconds()
+    started = time.monotonic()
+    completed = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    BUSY.append(_busy_seconds() - busy)
+    if completed.returncode != 0:
+        sys.exit(f"{' '.join(command[:4])} failed:\n{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}")
+    return seconds
+
+
+def plain_nbgrader(assignment: str, notebooks: dict, scratch: Path) -> tuple[float, dict[str, float]]:
+    course_dir = scratch / "course"
+    shutil.copytree(course.SOLUTIONS / assignment, course_dir / "source" / assignment)
+    (course_dir / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"load_subconfig({str(course.AUTOGRADER / 'nbgrader_config.py')!r})\n"
+        f"c.CourseDirectory.root = {str(course_dir)!r}\n"
+        "c.CourseDirectory.source_directory = 'source'\n"
+        "c.CourseDirectory.release_directory = 'release'\n"
+        "c.CourseDirectory.submitted_directory = 'submitted'\n"
+        "c.CourseDirectory.autograded_directory = 'autograded'\n"
+        "c.CourseDirectory.feedback_directory = 'feedback'\n"
+        f"c.CourseDirectory.db_url = 'sqlite:///{course_dir / 'gradebook.db'}'\n"
+    )
+    nbgrader = str(Path(sys.executable).parent / "nbgrader")
+    run([nbgrader, "generate_assignment", assignment, "--force"], course_dir)  # setup: not timed
+    for student, nb in notebooks.items():
+        target = course_dir / "submitted" / student / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True)
+        nbformat.write(nb, target)
+    seconds = run([nbgrader, "autograde", assignment, "--create"], course_dir)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
+        scores = {s: gb.find_submission(assignment, s).code_score for s in notebooks}
+    return seconds, scores
+
+
+def ours(assignment: str, folder: Path, scratch: Path, jobs: int) -> tuple[float, dict[str, float]]:
+    work, out = scratch / f"work-{jobs}", scratch / f"out-{jobs}"
+    gradebook.ensure_assignment(work, assignment)  # setup: not timed
+    command = [sys.executable, "-m", "autograder", "grade", assignment, str(folder), "--out", str(out),
+               "--jobs", str(jobs), "--work", str(work)]  # fmt: skip
+    seconds = run(command, ROOT)
+    with open(out / "grades.csv", newline="") as handle:
+        scores = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    return seconds, scores
+
+
+def _report(label: str, seconds: float) -> None:
+    print(f"  {label:<22} {seconds:7.1f} s  (machine busy {BUSY[-1] / seconds:.2f} of {os.cpu_count()} cores)",
+          flush=True)  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--assignment", default="03_attention_steps")
+    parser.add_argument("--count", type=int, default=40)
+    args = parser.parse_args()
+    notebooks = submissions(args.assignment, args.count)
+    with tempfile.TemporaryDirectory(prefix="benchmark-") as tmp:
+        scratch = Path(tmp)
+        folder = scratch / "submissions"
+        for student, nb in notebooks.items():
+            (folder / student).mkdir(parents=True)
+            nbformat.write(nb, folder / student / f"{args.assignment}.ipynb")
+        print(f"{len(notebooks)} submissions of {args.assignment} on {os.cpu_count()} cores; "
+              f"load average before {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+        t_nb, s_nb = plain_nbgrader(args.assignment, notebooks, scratch)
+        _report("nbgrader autograde", t_nb)
+        t_1, s_1 = ours(args.assignment, folder, scratch, 1)
+        _report("autograder --jobs 1", t_1)
+        t_2, s_2 = ours(args.assignment, folder, scratch, 2)
+        _report("autograder --jobs 2", t_2)
+    disagree = [s for s in notebooks if not (s_nb[s] == s_1[s] == s_2[s])]
+    print(f"scores: {len(notebooks) - len(disagree)}/{len(notebooks)} agree across the three "
+          f"(distinct totals: {sorted(set(s_nb.values()))})")  # fmt: skip
+    for student in disagree:
+        print(f"  DISAGREE {student}: nbgrader {s_nb[student]}, jobs 1 {s_1[student]}, jobs 2 {s_2[student]}")
+    ratio_1, ratio_2 = t_1 / t_nb, t_1 / t_2
+    print(f"--jobs 1 / nbgrader = {ratio_1:.2f} (target <= 1.3): {'ok' if ratio_1 <= 1.3 else 'MISSED'}")
+    print(f"--jobs 1 / --jobs 2 = {ratio_2:.2f} (target >= 1.7): {'ok' if ratio_2 >= 1.7 else 'MISSED'}")
+    print(f"load average after {os.getloadavg()[0]:.2f} (other work on the machine skews the ratios)")
+    return 1 if disagree else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The call protocol between the trusted tests and the student's kernel (autograder/grading/rpc.py).
+
+The agent that normally runs in the sandboxed kernel runs here in-process (same requests,
+same JSON answers), so these tests need neither root nor a kernel: they pin down the strict
+decoder and what proxies do and do not ask the student's side.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from autograder.grading import rpc
+from autograder.grading.agent import Agent
+
+
+def loopback(namespace: dict) -> rpc.Session:
+    """A session whose 'sandbox' is an agent in this process."""
+    agent = Agent(namespace)
+    return rpc.Session(agent.rpc)
+
+
+def roundtrip(value):
+    agent = Agent({})
+    return rpc.decode(json.loads(json.dumps(agent.encode(value))), rpc.Session(agent.rpc))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 3, -2.5, "text", b"bytes", [1, (2, 3)], {"a": [1.5], 2: None}, {1, 2}, slice(1, None, 2),
+     range(3), 1 + 2j],
+)  # fmt: skip
+def test_plain_python_values_cross_unchanged(value):
+    back = roundtrip(value)
+    assert back == value and type(back) is type(value)
+
+
+def test_special_floats_cross():
+    back = roundtrip([float("nan"), float("inf"), float("-inf")])
+    assert np.isnan(back[0]) and back[1] == float("inf") and back[2] == float("-inf")
+
+
+def test_arrays_and_tensors_cross_with_dtype_shape_and_grad():
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    back = roundtrip(array)
+    assert back.dtype == np.float32 and back.shape == (3, 4) and np.array_equal(back, array) and back.flags.writeable
+    for dtype in (torch.float64, torch.float32, torch.bfloat16, torch.int64, torch.bool):
+        tensor = torch.arange(6).reshape(2, 3).to(dtype)
+        back = roundtrip(tensor)
+        assert back.dtype == dtype and back.shape == (2, 3) and torch.equal(back, tensor)
+    leaf = torch.ones(2, requires_grad=True)
+    assert roundtrip(leaf * 2).requires_grad
+    assert roundtrip(torch.Size([2, 3])) == torch.Size([2, 3]) and roundtrip(torch.float16) is torch.float16
+    assert roundtrip(np.float32(1.5)) == np.float32(1.5) and roundtrip(np.dtype("int16")) == np.dtype("int16")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["A", "|O", [1], ""],  # object arrays never cross
+        ["A", "<f8", [2], "AAAA"],  # bytes that do not match the shape
+        ["A", "<f8", [-1], ""],
+        ["X", "float32", [1], "AAAA", True, "extra"],
+        ["X", "object", [1], "AAAA", False],
+        ["pickle", "gASVAAAAAAAAAAB9lC4="],  # no tag unpickles anything
+        ["H", 3, {"type": "x"}],  # a handle is only valid within a session
+        ["dev", "not a device"],
+        ["dt", "Tensor"],
+        {"__class__": "os.system"},
+        ["L", "not a list"],
+        ["D", [[["L", []], 1]]],  # an unhashable key
+    ],
+)
+def test_the_decoder_rejects_anything_but_plain_data(bad):
+    with pytest.raises(rpc.ProtocolError):
+        rpc.decode(bad)
+
+
+def test_the_decoder_bounds_depth_and_size():
+    deep = 1
+    for _ in range(200):
+        deep = ["L", [deep]]
+    with pytest.raises(rpc.ProtocolError):
+        rpc.decode(deep)
+    with pytest.raises(rpc.ProtocolError):
+        rpc.decode(["L", [1] * (rpc.MAX_NODES + 1)])
+
+
+def test_calls_return_data_and_errors_keep_their_builtin_class():
+    namespace = {}
+    exec("import numpy as np\ndef f(x):\n    return x * 2\ndef g():\n    raise NotImplementedError('later')", namespace)
+    session = loopback(namespace)
+    names = session.lookup({"f", "g", "missing"})
+    assert set(names) == {"f", "g"}
+    assert np.array_equal(names["f"](np.arange(3)), [0, 2, 4])
+    with pytest.raises(NotImplementedError, match="later"):
+        names["g"]()
+
+
+def test_in_place_changes_to_arguments_are_mirrored():
+    namespace = {}
+    exec("def clobber(x, t):\n    x[0] = 99\n    t.zero_()", namespace)
+    clobber = loopback(namespace).lookup({"clobber"})["clobber"]
+    x, t = np.arange(3.0), torch.ones(2)
+    clobber(x, t)
+    assert x[0] == 99 and torch.equal(t, torch.zeros(2))
+
+
+def test_warnings_from_the_students_code_are_reissued_not_printed():
+    namespace = {}
+    exec("import warnings\ndef noisy():\n    warnings.warn('careful', RuntimeWarning)\n    return 1", namespace)
+    noisy = loopback(namespace).lookup({"noisy"})["noisy"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert noisy() == 1
+    assert [w.category for w in caught] == [RuntimeWarning]
+
+
+def test_random_states_travel_with_calls():
+    namespace = {}
+    exec("import torch\ndef draw():\n    return torch.rand(3)", namespace)
+    draw = loopback(namespace).lookup({"draw"})["draw"]
+    torch.manual_seed(5)
+    first = draw()
+    after = torch.rand(1)
+    torch.manual_seed(5)
+    assert torch.equal(torch.rand(3), first) and torch.equal(torch.rand(1), after)
+
+
+def test_a_remote_module_behaves_like_one():
+    namespace = {}
+    exec(
+        "import torch\nfrom torch import nn\n"
+        "class Layer(nn.Module):\n"
+        "    def __init__(self, d):\n        super().__init__()\n        self.proj = nn.Linear(d, d, bias=False)\n"
+        "    def forward(self, x):\n        return self.proj(x)",
+        namespace,
+    )
+    session = loopback(namespace)
+    Layer = session.lookup({"Layer"})["Layer"]
+    layer = Layer(3).to(torch.float64)
+    assert isinstance(layer, Layer) and isinstance(layer, nn.Module) and isinstance(layer.proj, nn.Linear)
+    assert tuple(layer.proj.weight.shape) == (3, 3) and layer.proj.bias is None
+    with torch.no_grad():
+        layer.proj.weight.copy_(torch.eye(3, dtype=torch.float64))
+    x = torch.randn(2, 3, dtype=torch.float64)
+    assert torch.allclose(layer(x), x)  # the copy happened in the student's process
+    reference = nn.Linear(3, 3, bias=False).to(torch.float64)
+    layer.load_state_dict({"proj.weight": reference.weight.detach().clone()})
+    assert torch.allclose(layer(x), reference(x))
+    assert torch.allclose(layer.proj.weight, reference.weight)  # a remote parameter is read as data
+    assert getattr(layer, "missing", "default") == "default"
+
+
+def test_a_remote_object_cannot_claim_to_be_the_answer():
+    namespace = {}
+    exec(
+        "class Anything:\n    def __eq__(self, other): return True\n    def __bool__(self): return False\n"
+        "    def __len__(self): return 3\n"
+        "def answer():\n    return Anything()",
+        namespace,
+    )
+    got = loopback(namespace).lookup({"answer"})["answer"]()
+    assert isinstance(got, rpc.Proxy)
+    assert (got == 42) is False and got != 42 and bool(got) is True  # identity and truth are decided here
+    with pytest.raises(TypeError):
+        np.testing.assert_allclose(got, [1, 2, 3])
+
+
+def test_gradients_flow_through_the_students_code():
+    namespace = {}
+    exec(
+        "import torch\nfrom torch import nn\n"
+        "def loss(x):\n    return (x ** 2).sum()\n"
+        "class Scale(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = nn.Parameter(torch.ones(3))\n"
+        "    def forward(self, x):\n        return (self.w * x).sum(), self.w * 2",
+        namespace,
+    )
+    session = loopback(namespace)
+    x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    (grad,) = torch.autograd.grad(session.lookup({"loss"})["loss"](x), x)  # into the grader's tensor
+    assert torch.equal(grad, 2 * x.detach())
+    scale = session.lookup({"Scale"})["Scale"]()
+    total, doubled = scale(torch.tensor([1.0, 2.0, 3.0]))
+    (total + doubled.sum()).backward()  # into the student's parameters, over there
+    assert torch.equal(scale.w.grad, torch.tensor([3.0, 4.0, 5.0]))
+    with torch.no_grad():
+        assert not scale(torch.ones(3))[0].requires_grad
+
+
+def test_pyplot_state_can_live_in_the_students_process():
+    namespace = {}
+    exec("import numpy as np\ndef draw(ax, w):\n    ax.imshow(w)\n    return ax", namespace)
+    session = loopback(namespace)
+    plt = session.request("imports", "import matplotlib.pyplot as plt")["plt"]
+    fig, ax = plt.subplots()
+    out = session.lookup({"draw"})["draw"](ax, np.eye(2))
+    assert out is ax and len(ax.get_images()) == 1
+    np.testing.assert_allclose(np.asarray(ax.get_images()[0].get_array()), np.eye(2))
+    plt.close(fig)
+
+
+def test_a_remote_object_that_is_not_data_fails_cleanly_in_torch():
+    namespace = {}
+    exec("class Thing:\n    pass\ndef make():\n    return Thing()", namespace)
+    thing = loopback(namespace).lookup({"make"})["make"]()
+    with pytest.raises(TypeError):
+        torch.allclose(torch.ones(1), thing)

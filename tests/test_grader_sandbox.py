@@ -1,0 +1,164 @@
+"""The sandbox itself (autograder/grading/sandbox.py): what code in the student's kernel can and cannot do.
+
+One kernel is started for the module and probed from inside; a second checks that killing a
+sandbox leaves nothing behind. These tests need root (namespaces, mounts, other uids).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import course
+from autograder.grading.sandbox import UID_BASE, CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="the grader's sandbox needs root (unshare, mount, setpriv): these tests run as root only",
+)
+SLOT = 7  # a slot of its own: uid UID_BASE + 7
+
+
+def run(sandbox, code: str, limit: float = 60) -> str:
+    out = sandbox.run(code, time.monotonic() + limit, limit)
+    parts = []
+    for o in out.outputs:
+        parts.append(o.get("text") or f"{o.get('ename')}: {o.get('evalue')}")
+    return "".join(parts)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    workdir = Path(tempfile.mkdtemp(prefix="ag-t", dir="/tmp"))
+    box = Sandbox(workdir, SLOT, Limits(memory_mb=3072, processes=48, file_mb=8, scratch_mb=64))
+    box.start(time.monotonic() + 120)
+    yield box
+    box.close()
+    workdir.rmdir()
+
+
+def test_runs_unprivileged_with_limits(sandbox):
+    report = run(sandbox, """
+import os, resource
+status = open('/proc/self/status').read()
+print(os.getuid(), os.getgid(), os.getgroups())
+print([line.split()[1] for line in status.splitlines() if line.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))])
+print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NPROC)[0],
+      resource.getrlimit(resource.RLIMIT_FSIZE)[0] >> 20)
+print(sorted(p for p in os.listdir('/proc') if p.isdigit()))
+""")  # fmt: skip
+    lines = report.splitlines()
+    assert lines[0] == f"{UID_BASE + SLOT} {UID_BASE + SLOT} []"
+    assert lines[1] == "['0000000000000000', '0000000000000000', '1']"  # no capability, no_new_privs
+    assert lines[2] == "3072 48 8"
+    assert len(eval(lines[3])) <= 3  # only the namespace's own processes: pid 1, the kernel
+
+
+def test_the_repository_is_not_there(sandbox):
+    secret = course.solution_notebook("03_attention_steps")
+    report = run(sandbox, f"""
+import os
+for path in [{str(secret)!r}, {str(course.REFERENCE)!r}, {str(course.ROOT / 'autograder')!r}, '/work/shared',
+             {str(course.ROOT / '_build')!r}, '/root/.ssh', '/home']:
+    print(path, os.path.exists(path))
+print(sorted(os.listdir({str(course.ROOT)!r})))
+""")  # fmt: skip
+    assert "True" not in report.replace(str(course.ROOT) + "'", "")
+    assert report.splitlines()[-1] == str(sorted([".venv", "attention_course"]))
+
+
+def test_writes_stay_in_the_scratch_folder(sandbox):
+    targets = ["/etc/pwned", str(course.ROOT / ".venv" / "pwned"), "/usr/pwned", "/pwned", "/root/pwned"]
+    report = run(sandbox, f"""
+import os
+for path in {targets!r}:
+    try:
+        open(path, 'w').write('x')
+        print('WROTE', path)
+    except OSError as exc:
+        print('blocked', path, exc.errno)
+open('/tmp/mine', 'w').write('fine')
+print(os.getcwd(), os.listdir('/tmp').count('mine'))
+""")  # fmt: skip
+    assert "WROTE" not in report and report.count("blocked") == len(targets)
+    assert report.splitlines()[-1] == "/tmp 1"
+    assert not any(Path(t).exists() for t in targets)
+
+
+def test_a_file_larger_than_the_limit_cannot_be_written(sandbox):
+    report = run(sandbox, """
+try:
+    with open('/tmp/big', 'wb') as f:
+        f.write(b'x' * (9 << 20))
+    print('WROTE')
+except OSError as exc:
+    print('blocked', exc.errno)
+""")  # fmt: skip
+    assert "blocked 27" in report  # EFBIG
+
+
+def test_no_network(sandbox):
+    report = run(sandbox, """
+import socket
+for address in [('127.0.0.1', 22), ('10.0.0.1', 80), ('8.8.8.8', 53)]:
+    s = socket.socket()
+    s.settimeout(2)
+    print(s.connect_ex(address))
+""")  # fmt: skip
+    assert all(code != "0" for code in report.split())
+
+
+def test_interrupt_then_continue(sandbox):
+    with pytest.raises(CallTimeout):
+        sandbox.run("import time\nwhile True:\n    time.sleep(0.01)", time.monotonic() + 60, 1.0)
+    assert run(sandbox, "print('still here')") == "still here\n"
+
+
+def test_memory_limit_raises_memory_error(sandbox):
+    assert "MemoryError" in run(sandbox, "import numpy as np\nx = np.empty(2**30)  # 8 GB")
+
+
+def test_death_and_deadline_leave_nothing_behind():
+    workdir = Path(tempfile.mkdtemp(prefix="ag-t", dir="/tmp"))
+    uid = UID_BASE + SLOT + 1
+    with Sandbox(workdir, SLOT + 1, Limits()) as box:
+        box.start(time.monotonic() + 120)
+        run(box, "import subprocess, os\nsubprocess.Popen(['sleep', '1000'])\nif os.fork() == 0:\n"
+                 "    os.setsid()\n    import time\n    time.sleep(1000)")  # fmt: skip
+        assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).stdout.count(b"\n") >= 3
+        with pytest.raises(KernelDied):
+            box.run("import os\nos._exit(1)", time.monotonic() + 60, 60)
+    assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).returncode == 1  # no process left
+    with Sandbox(workdir, SLOT + 1, Limits()) as box:
+        box.start(time.monotonic() + 120)
+        with pytest.raises(NotebookTimeout):
+            box.run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+                    time.monotonic() + 3, None)  # fmt: skip
+    assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).returncode == 1
+    assert not list(workdir.iterdir())
+    workdir.rmdir()
+
+
+def test_no_way_back_to_the_host_file_system(sandbox):
+    """No capability to chroot, no user namespace to get one, and the host's root is not even mounted."""
+    report = run(sandbox, """
+import os, subprocess
+try:
+    os.chroot('/tmp')
+    print('CHROOTED')
+except OSError as exc:
+    print('chroot', exc.errno)
+r = subprocess.run(['unshare', '--user', '--map-root-user', 'true'], capture_output=True, text=True)
+print('userns', r.returncode)
+mounts = open('/proc/self/mountinfo').read().splitlines()
+print('host root mounted', any(line.split()[3] == '/' and line.split()[4] == '/' and 'tmpfs' not in line
+                               for line in mounts))
+""")  # fmt: skip
+    assert "CHROOTED" not in report and "chroot 1" in report
+    assert "userns 0" not in report
+    assert "host root mounted False" in report, report
