@@ -217,6 +217,10 @@ def _setup_script(root: Path, scratch: Path, uid: int, limits: Limits, cgroups: 
     lines = ["set -e", cgroups.join_commands(), f"R={q(str(root))}", 'J="$R/jail"']
     lines.append('mount -t tmpfs -o mode=755,size=4m tmpfs "$R"')
     lines.append('mkdir -p "$J/proc" "$J/dev/shm" "$J/tmp"')
+    # The scratch folder first: a venv or checkout that lives under the host's /tmp is then
+    # mounted inside it below, instead of being hidden by it.
+    lines.append(f'mount --bind {q(str(scratch))} "$J/tmp"')
+    lines.append(f'mount --bind {q(str(scratch / ".shm"))} "$J/dev/shm"')
     for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"), ("sbin", "usr/sbin")):
         if os.path.islink(f"/{link}"):
             lines.append(f'ln -s {target} "$J/{link}"')
@@ -226,8 +230,6 @@ def _setup_script(root: Path, scratch: Path, uid: int, limits: Limits, cgroups: 
     for node in ("null", "zero", "random", "urandom"):
         lines.append(f'touch "$J/dev/{node}" && mount --bind /dev/{node} "$J/dev/{node}"')
     lines.append('mount -t proc -o nosuid,nodev,noexec proc "$J/proc"')
-    lines.append(f'mount --bind {q(str(scratch))} "$J/tmp"')
-    lines.append(f'mount --bind {q(str(scratch / ".shm"))} "$J/dev/shm"')
     # enough outside the jail to run the last commands, then swap the roots and drop the old one
     lines += [f'ln -s jail/{d} "$R/{d}"' for d in ("usr", "bin", "lib", "lib64", "sbin", "proc")]
     lines += ['cd "$R"', "mkdir .old", "pivot_root . .old", "cd /", "umount -l /.old", "rmdir /.old"]
