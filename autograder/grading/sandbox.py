@@ -292,9 +292,20 @@ class Sandbox:
     # ---- life cycle -------------------------------------------------------------------------
 
     def start(self, deadline: float) -> None:
-        """Start the kernel and wait until it answers; raises KernelDied or NotebookTimeout."""
+        """Start the kernel and wait until it answers; raises KernelDied or NotebookTimeout.
+
+        On any failure everything already set up (scratch mount, cgroups, processes) is undone
+        before the exception propagates, so a caller that never gets a started sandbox has
+        nothing to clean up."""
         if not self.unsafe and (problem := sandbox_problem()):
             raise SandboxUnavailable(problem)
+        try:
+            self._start(deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, deadline: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.scratch = Path(tempfile.mkdtemp(prefix=f"s{self.slot}-", dir=self.workdir))
         if not self.unsafe:
@@ -393,6 +404,8 @@ class Sandbox:
     def kill(self) -> None:
         """Kill the kernel and everything it started (the whole pid namespace)."""
         if self.proc is None:
+            if self.cgroups:  # created, but the kernel never started
+                self.cgroups.kill_and_remove()
             return
         if self.proc.poll() is None:
             try:
