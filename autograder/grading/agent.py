@@ -37,6 +37,25 @@ def _b64(raw):
     return base64.b64encode(raw).decode("ascii")
 
 
+def rng_states(keys=("torch", "numpy", "random")):
+    """The global random states of torch, numpy and ``random`` (those imported), as JSON-able text.
+
+    The grader imports this same function (rpc.rng_states), so both sides use one format."""
+    states = {}
+    torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
+    if "torch" in keys and torch is not None:
+        states["torch"] = _b64(torch.get_rng_state().numpy().tobytes())
+    if "numpy" in keys and np is not None:
+        name, state, pos, has_gauss, gauss = np.random.get_state()
+        states["numpy"] = [_b64(np.asarray(state, dtype="<u4").tobytes()), int(pos), int(has_gauss), float(gauss)]
+    if "random" in keys and "random" in sys.modules:
+        import array
+
+        version, internal, gauss = sys.modules["random"].getstate()
+        states["random"] = [_b64(array.array("I", internal[:-1]).tobytes()), internal[-1], gauss]
+    return states
+
+
 def _type_name(cls):
     return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}"
 
@@ -236,20 +255,7 @@ class Agent:
             sys.modules["random"].setstate((3, tuple(array.array("I", base64.b64decode(raw))) + (pos,), gauss))
 
     def _get_rng(self, keys):
-        """Same format as rpc.rng_states in the grader."""
-        states = {}
-        torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
-        if "torch" in keys and torch is not None:
-            states["torch"] = _b64(torch.get_rng_state().numpy().tobytes())
-        if "numpy" in keys and np is not None:
-            name, state, pos, has_gauss, gauss = np.random.get_state()
-            states["numpy"] = [_b64(np.asarray(state, dtype="<u4").tobytes()), int(pos), int(has_gauss), float(gauss)]
-        if "random" in keys and "random" in sys.modules:
-            import array
-
-            version, internal, gauss = sys.modules["random"].getstate()
-            states["random"] = [_b64(array.array("I", internal[:-1]).tobytes()), internal[-1], gauss]
-        return states
+        return rng_states(keys)
 
     # ---- encoding: plain data where possible, else a handle ----------------------------------
 

@@ -36,6 +36,8 @@ import pickle
 import sys
 import warnings
 
+from autograder.grading.agent import rng_states
+
 MAX_DEPTH = 64
 MAX_ELEMENTS = 1 << 26  # numbers in one array or tensor
 MAX_NODES = 1 << 20  # Python objects (numbers, strings, containers) in one answer
@@ -270,28 +272,8 @@ def _mirror(sent: dict, mutated) -> None:
 
 
 # ---- random states ----------------------------------------------------------------------------------
-# The agent has a copy of these three functions (same formats): keep them in step.
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
-
-
-def rng_states(keys=("torch", "numpy", "random")) -> dict:
-    """The global random states of torch, numpy and ``random`` (those imported), as JSON-able text."""
-    states = {}
-    torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
-    if "torch" in keys and torch is not None:
-        states["torch"] = _b64(torch.get_rng_state().numpy().tobytes())
-    if "numpy" in keys and np is not None:
-        name, state, pos, has_gauss, gauss = np.random.get_state()
-        states["numpy"] = [_b64(np.asarray(state, dtype="<u4").tobytes()), int(pos), int(has_gauss), float(gauss)]
-    if "random" in keys and "random" in sys.modules:
-        import array
-
-        version, internal, gauss = sys.modules["random"].getstate()
-        states["random"] = [_b64(array.array("I", internal[:-1]).tobytes()), internal[-1], gauss]
-    return states
+# rng_states (imported from agent.py) is the same code on both sides, so the formats match;
+# set_rng_states below is the grader's strict counterpart for states that come from the sandbox.
 
 
 def rng_fingerprint(states: dict) -> str:
