@@ -8,6 +8,7 @@ the student notebooks never touches the grading gradebook.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -53,3 +54,26 @@ def generate_student_notebooks(assignments: list[str], release_dir: Path) -> Non
                 raise RuntimeError(
                     f"generate_assignment {assignment} failed:\n{result.get('error', '')}\n{result.get('log', '')}"
                 )
+
+
+def scratch_course(assignment: str, root: Path) -> Path:
+    """A throwaway nbgrader course in ``root`` holding one assignment's instructor notebook.
+
+    Its ``nbgrader_config.py`` loads the course's config and points every folder and the
+    gradebook into ``root`` (``source``, ``release``, ``submitted``, ``autograded``,
+    ``feedback``), so nbgrader's own commands can run there with ``cwd=root`` without touching
+    the repository. Used by the end-to-end test and the grader benchmark.
+    """
+    shutil.copytree(course.SOLUTIONS / assignment, root / "source" / assignment)
+    folders = "".join(
+        f"c.CourseDirectory.{step}_directory = {step!r}\n"
+        for step in ("source", "release", "submitted", "autograded", "feedback")
+    )
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"load_subconfig({str(course.AUTOGRADER / 'nbgrader_config.py')!r})\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        + folders
+        + f"c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}\n"
+    )
+    return root

@@ -21,7 +21,6 @@ import argparse
 import copy
 import csv
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder import course  # noqa: E402
 from autograder.grading import gradebook  # noqa: E402
+from autograder.release import scratch_course  # noqa: E402
 
 
 def submissions(assignment: str, count: int) -> dict[str, nbformat.NotebookNode]:
@@ -85,19 +85,7 @@ def run(command: list[str], cwd: Path) -> float:
 
 
 def plain_nbgrader(assignment: str, notebooks: dict, scratch: Path) -> tuple[float, dict[str, float]]:
-    course_dir = scratch / "course"
-    shutil.copytree(course.SOLUTIONS / assignment, course_dir / "source" / assignment)
-    (course_dir / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        f"load_subconfig({str(course.AUTOGRADER / 'nbgrader_config.py')!r})\n"
-        f"c.CourseDirectory.root = {str(course_dir)!r}\n"
-        "c.CourseDirectory.source_directory = 'source'\n"
-        "c.CourseDirectory.release_directory = 'release'\n"
-        "c.CourseDirectory.submitted_directory = 'submitted'\n"
-        "c.CourseDirectory.autograded_directory = 'autograded'\n"
-        "c.CourseDirectory.feedback_directory = 'feedback'\n"
-        f"c.CourseDirectory.db_url = 'sqlite:///{course_dir / 'gradebook.db'}'\n"
-    )
+    course_dir = scratch_course(assignment, scratch / "course")
     nbgrader = str(Path(sys.executable).parent / "nbgrader")
     run([nbgrader, "generate_assignment", assignment, "--force"], course_dir)  # setup: not timed
     for student, nb in notebooks.items():

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from autograder import course
+from autograder.release import scratch_course
 
 
 def _nbgrader(scratch: Path, *args: str) -> None:
@@ -32,19 +33,7 @@ def _nbgrader(scratch: Path, *args: str) -> None:
 
 
 def test_reference_full_marks_and_stub_zero(tmp_path, assignment):
-    scratch = tmp_path / "course"
-    shutil.copytree(course.SOLUTIONS / assignment, scratch / "source" / assignment)
-    (scratch / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        f"load_subconfig({str(course.AUTOGRADER / 'nbgrader_config.py')!r})\n"
-        f"c.CourseDirectory.root = {str(scratch)!r}\n"
-        "c.CourseDirectory.source_directory = 'source'\n"
-        "c.CourseDirectory.release_directory = 'release'\n"
-        "c.CourseDirectory.submitted_directory = 'submitted'\n"
-        "c.CourseDirectory.autograded_directory = 'autograded'\n"
-        "c.CourseDirectory.feedback_directory = 'feedback'\n"
-        f"c.CourseDirectory.db_url = 'sqlite:///{scratch / 'gradebook.db'}'\n"
-    )
+    scratch = scratch_course(assignment, tmp_path / "course")
     _nbgrader(scratch, "generate_assignment", assignment, "--force")
     released = scratch / "release" / assignment / f"{assignment}.ipynb"
     assert released.read_bytes() == course.student_notebook(assignment).read_bytes()
