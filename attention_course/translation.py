@@ -43,7 +43,6 @@ class BiGRUEncoder(nn.Module):
     def forward(self, src: torch.Tensor, lengths: torch.Tensor):
         return self.forward_embedded(self.embedding(src), lengths)
 
-    @torch.jit.export
     def forward_embedded(self, embedded: torch.Tensor, lengths: torch.Tensor):
         """The same from already embedded tokens ``(B, S, emb_dim)`` (for gradient attributions)."""
         packed = nn.utils.rnn.pack_padded_sequence(
@@ -70,12 +69,10 @@ class Seq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor):
         return self.forward_with_weights(src, lengths, tgt_in)[0]
 
-    @torch.jit.export
     def forward_with_weights(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor):
         outputs, final = self.encoder(src, lengths)
         return self.decoder(tgt_in, final, outputs, self.source_mask(src, lengths))
 
-    @torch.jit.export
     def forward_embedded(
         self, src_embedded: torch.Tensor, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor
     ):
@@ -83,11 +80,9 @@ class Seq2Seq(nn.Module):
         outputs, final = self.encoder.forward_embedded(src_embedded, lengths)
         return self.decoder(tgt_in, final, outputs, self.source_mask(src, lengths))
 
-    @torch.jit.export
     def embed_source(self, src: torch.Tensor):
         return self.encoder.embedding(src)
 
-    @torch.jit.export
     def source_mask(self, src: torch.Tensor, lengths: torch.Tensor):
         positions = torch.arange(src.shape[1], device=src.device)
         return positions[None, :] < lengths.to(src.device)[:, None]
@@ -97,7 +92,7 @@ class Seq2Seq(nn.Module):
 def greedy_translate(model, src: torch.Tensor, lengths: torch.Tensor, max_len: int = 60):
     """Greedy decoding: at each step feed the prefix decoded so far and take the most likely token.
 
-    ``model`` is a :class:`Seq2Seq` (or its TorchScript version). Returns ``(tokens, weights)``:
+    ``model`` is a :class:`Seq2Seq`. Returns ``(tokens, weights)``:
     ``tokens`` ``(B, L)`` long, each row ending at its first EOS (kept) and padded with PAD after
     it; ``weights`` ``(B, L, S)`` the attention weights of every produced token (``None`` when the
     decoder returns none). The decoder re-reads the whole prefix at every step (its interface
