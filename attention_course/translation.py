@@ -1,10 +1,13 @@
 """Pieces of the translation models of chapters 05 and 06 that are not exercises.
 
-- :class:`BiGRUEncoder`: the bidirectional encoder of Bahdanau et al. (2015), projected to
-  the decoder's size (the unidirectional encoder of chapter 02 is an exercise there; this is
-  a different, given module);
+- :class:`GRUEncoder`: the bidirectional encoder of Bahdanau et al. (2015), projected to
+  the decoder's size, or with ``bidirectional=False`` its left-to-right half alone (chapter 05
+  compares the attention maps of the two; the encoder of chapter 02 is an exercise there, this
+  is a different, given module);
 - :class:`Seq2Seq`: joins an encoder and any decoder with the interface of chapter 06's
   ``AttentionDecoder`` (``decoder(tgt_in, hidden, enc_outputs, src_mask) -> (logits, weights)``);
+- :class:`BagOfWordsTranslator`: the smallest model with the same ``forward(src, lengths, tgt_in)``,
+  to try training code on in a second (chapter 06's tests of ``train_step`` use it);
 - :func:`greedy_translate`: greedy decoding with such a model;
 - :func:`corpus_bleu`: BLEU (Papineni et al., 2002) of token lists, with brevity penalty;
 - :func:`exact_match`: the fraction of predictions equal to their reference.
@@ -24,21 +27,24 @@ from torch import nn
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 
 
-class BiGRUEncoder(nn.Module):
-    """Embedding, a bidirectional GRU over the real tokens only, and projections to size ``hidden_dim``.
+class GRUEncoder(nn.Module):
+    """Embedding, a GRU over the real tokens only (both directions by default), and projections to ``hidden_dim``.
 
     ``forward(src, lengths)`` with ``src`` ``(B, S)`` long and ``lengths`` ``(B,)`` returns
-    ``(outputs (B, S, hidden_dim), final (B, hidden_dim))``: ``outputs[:, i]`` is
+    ``(outputs (B, S, hidden_dim), final (B, hidden_dim))``. Bidirectional: ``outputs[:, i]`` is
     ``W_o [forward state i; backward state i]`` (zero at padded positions) and ``final`` is
-    ``tanh(W_f [last forward state; first backward state])``, the decoder's initial state.
+    ``tanh(W_f [last forward state; first backward state])``, the decoder's initial state. With
+    ``bidirectional=False`` only the left-to-right GRU runs: ``outputs[:, i] = W_o h_i`` has read
+    the tokens ``0..i`` and nothing to their right, and ``final = tanh(W_f h_last)``.
     """
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden_dim: int, pad_id: int = PAD_ID):
+    def __init__(self, vocab_size: int, emb_dim: int, hidden_dim: int, pad_id: int = PAD_ID, *, bidirectional=True):
         super().__init__()
+        directions = 2 if bidirectional else 1
         self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
-        self.rnn = nn.GRU(emb_dim, hidden_dim, batch_first=True, bidirectional=True)
-        self.project = nn.Linear(2 * hidden_dim, hidden_dim, bias=False)
-        self.bridge = nn.Linear(2 * hidden_dim, hidden_dim)
+        self.rnn = nn.GRU(emb_dim, hidden_dim, batch_first=True, bidirectional=bidirectional)
+        self.project = nn.Linear(directions * hidden_dim, hidden_dim, bias=False)
+        self.bridge = nn.Linear(directions * hidden_dim, hidden_dim)
 
     def forward(self, src: torch.Tensor, lengths: torch.Tensor):
         return self.forward_embedded(self.embedding(src), lengths)
@@ -48,11 +54,11 @@ class BiGRUEncoder(nn.Module):
         packed = nn.utils.rnn.pack_padded_sequence(
             embedded, lengths.to("cpu", torch.long), batch_first=True, enforce_sorted=False
         )
-        states, final = self.rnn(packed)
+        states, final = self.rnn(packed)  # final: (directions, B, hidden_dim)
         states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=embedded.shape[1])
         mask = torch.arange(embedded.shape[1], device=embedded.device)[None, :] < lengths.to(embedded.device)[:, None]
-        outputs = self.project(states) * mask.unsqueeze(-1).to(states.dtype)
-        summary = torch.tanh(self.bridge(torch.cat([final[0], final[1]], dim=-1)))
+        outputs = self.project(states) * mask.unsqueeze(-1).to(states.dtype)  # (B, S, hidden_dim)
+        summary = torch.tanh(self.bridge(torch.cat(list(final), dim=-1)))  # (B, hidden_dim)
         return outputs, summary
 
 
@@ -86,6 +92,29 @@ class Seq2Seq(nn.Module):
     def source_mask(self, src: torch.Tensor, lengths: torch.Tensor):
         positions = torch.arange(src.shape[1], device=src.device)
         return positions[None, :] < lengths.to(src.device)[:, None]
+
+
+class BagOfWordsTranslator(nn.Module):
+    """A deliberately tiny translation model: every target step sees the previous target word and the
+    mean embedding of the real source words (no word order, no recurrence, no attention).
+
+    ``forward(src, lengths, tgt_in)`` with ``src`` ``(B, S)``, ``lengths`` ``(B,)`` and ``tgt_in``
+    ``(B, T)`` returns logits ``(B, T, vocab_size)``: ``out(E[tgt_in] + mean of E[src] over the first
+    lengths[b] positions)``, one embedding table ``E`` for both languages. It has the interface of
+    :class:`Seq2Seq`, so it can stand in for a real model when checking training code.
+    """
+
+    def __init__(self, vocab_size: int, dim: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim)
+        self.out = nn.Linear(dim, vocab_size)
+
+    def forward(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        lengths = lengths.to(src.device)
+        real = torch.arange(src.shape[1], device=src.device)[None, :] < lengths[:, None]  # (B, S)
+        summed = (self.embedding(src) * real.unsqueeze(-1)).sum(dim=1)  # (B, dim)
+        summary = summed / lengths[:, None].to(summed.dtype)  # (B, dim)
+        return self.out(self.embedding(tgt_in) + summary[:, None, :])  # (B, T, vocab_size)
 
 
 @torch.no_grad()

@@ -21,6 +21,12 @@ importances; numbers only, no model and no code, see :func:`export_attention_map
 trains nothing: it rewrites ``attention_maps.npz`` from the saved ``OUT/attention_model.pt``
 (about a minute on a 2-core CPU; the file is about 1 MB).
 
+    python -m experiments.translation --config forward --model attention
+
+trains the attention model with a left-to-right encoder only (medium's data and sizes) into
+``experiments/forward_encoder/`` and adds its maps of chapter 05's named examples to
+``attention_maps.npz``: chapter 05 compares them with the bidirectional model's.
+
 Several GPUs or machines: launch the same program with PyTorch's ``torchrun``, e.g.
 ``torchrun --nproc_per_node=4 -m experiments.translation --config full``; every process then
 trains a DistributedDataParallel replica on its share of each epoch's batches (NCCL on CUDA,
@@ -28,7 +34,7 @@ gloo on CPU). Rank 0 writes every file.
 
 Times: ``--config small`` about a minute on a 2-core CPU; the shipped files come from
 ``--config medium`` (about 8 to 10 minutes per model on a 2-core CPU, plus a minute of evaluation);
-``--config full`` is sized for one GPU and has not been run yet.
+``--config forward`` about 5 minutes; ``--config full`` is sized for one GPU and has not been run yet.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from torch import nn
 
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 from attention_course.toy_translation import build_vocabularies, encode_pairs, make_splits
-from attention_course.translation import BiGRUEncoder, Seq2Seq, corpus_bleu, greedy_translate
+from attention_course.translation import GRUEncoder, Seq2Seq, corpus_bleu, greedy_translate
 from autograder.reference.ch06_gpu_training import (
     AttentionDecoder,
     length_bucketed_batches,
@@ -60,6 +66,8 @@ from autograder.reference.ch06_gpu_training import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "solutions" / "06_gpu_training"  # the attention and plain models of chapter 06
+FORWARD_OUT = ROOT / "experiments" / "forward_encoder"  # --config forward: the left-to-right encoder's model
 LENGTH_BINS = [(1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 40)]
 
 
@@ -76,6 +84,7 @@ class Config:
     lr: float
     seed: int = 0
     max_seconds: float | None = None  # stop training (and still evaluate) after this long
+    bidirectional: bool = True  # False: the encoder reads left to right only
 
 
 CONFIGS = {
@@ -85,6 +94,8 @@ CONFIGS = {
     "small": Config("small", 6000, 300, 600, 32, 64, 64, 3, 3e-3, max_seconds=50.0),
     # the shipped results, trained on a 2-core CPU
     "medium": Config("medium", 30000, 1000, 3000, 64, 128, 64, 6, 3e-3),
+    # medium's data and sizes with a left-to-right encoder: chapter 05 compares its attention maps
+    "forward": Config("forward", 30000, 1000, 3000, 64, 128, 64, 16, 3e-3, bidirectional=False),
     # for a GPU
     "full": Config("full", 200000, 2000, 5000, 128, 256, 128, 15, 1e-3),
 }
@@ -113,7 +124,7 @@ class PlainDecoder(nn.Module):
 
 
 def build_model(kind: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
-    encoder = BiGRUEncoder(src_vocab_size, config.emb_dim, config.hidden_dim)
+    encoder = GRUEncoder(src_vocab_size, config.emb_dim, config.hidden_dim, bidirectional=config.bidirectional)
     decoder_class = {"attention": AttentionDecoder, "plain": PlainDecoder}[kind]
     return Seq2Seq(encoder, decoder_class(tgt_vocab_size, config.emb_dim, config.hidden_dim))
 
@@ -439,8 +450,9 @@ def token_importances(model: Seq2Seq, src_vocab, tgt_vocab, english: str, french
     }
 
 
-def export_attention_maps(checkpoint: Path, maps_out: Path, log=print) -> Path:
-    """Write chapter 05's data file ``maps_out/attention_maps.npz`` from the attention model in ``checkpoint``.
+def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: Path | None = None, log=print) -> Path:
+    """Write chapter 05's data file ``maps_out/attention_maps.npz`` from the attention model in ``checkpoint``
+    (and, where ``forward_checkpoint`` exists, the model of ``--config forward`` for comparison).
 
     Only numbers and strings (loadable with ``np.load(path, allow_pickle=False)``); token sequences are
     strings of space-separated tokens, ragged matrices are concatenated row-major with their shapes beside:
@@ -456,7 +468,10 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, log=print) -> Path:
       (no ``<eos>``);
     - ``explain_english``, ``explain_french``, ``explain_word``, ``explain_position``, ``explain_probability``,
       ``explain_length`` and the concatenated per-word ``explain_attention``, ``explain_occlusion``,
-      ``explain_grad_x_input`` (float32) for the outputs of ``CHAPTER05_EXPLAINED``.
+      ``explain_grad_x_input`` (float32) for the outputs of ``CHAPTER05_EXPLAINED``;
+    - ``forward_english``, ``forward_output``, ``forward_shape``, ``forward_weights``: the greedy translations and
+      attention maps of the named examples by the left-to-right encoder's model, whose configuration, size
+      and test results (from its ``translation_results.json``) are in ``meta["forward"]``.
     """
     started = time.perf_counter()
     torch.manual_seed(0)
@@ -506,6 +521,29 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, log=print) -> Path:
             for key in ("attention", "occlusion", "grad_x_input")
         },
     }
+    if forward_checkpoint is not None and forward_checkpoint.exists():
+        forward_model, _, forward_saved = load_attention_model(forward_checkpoint)
+        if forward_saved["source_vocab"] != src_vocab.itos or forward_saved["target_vocab"] != tgt_vocab.itos:
+            raise ValueError(
+                f"{forward_checkpoint} was trained with other vocabularies than build_vocabularies() gives"
+            )
+        forward = greedy_maps(forward_model, named, src_vocab, tgt_vocab)
+        forward_shape, forward_weights = _flat([w for _, w in forward], np.float32)
+        results_file = forward_checkpoint.parent / "translation_results.json"
+        results = json.loads(results_file.read_text())["models"]["attention"] if results_file.exists() else {}
+        meta["forward"] = {
+            "made_by": "python -m experiments.translation --config forward --model attention",
+            "config": forward_saved["config"],
+            "parameters": sum(p.numel() for p in forward_model.parameters()),
+            "test": {key: results[key] for key in ("exact_match", "bleu", "by_length") if key in results},
+        }
+        arrays["meta"] = np.array(json.dumps(meta))
+        arrays.update(
+            forward_english=np.array(named),
+            forward_output=np.array([" ".join(output) for output, _ in forward]),
+            forward_shape=forward_shape,
+            forward_weights=forward_weights,
+        )
     maps_out.mkdir(parents=True, exist_ok=True)
     path = maps_out / MAPS_FILE
     np.savez_compressed(path, **arrays)
@@ -586,7 +624,7 @@ def run(
                 out / "attention_model.pt",
             )
             if maps_out is not None:
-                export_attention_maps(out / "attention_model.pt", maps_out, log=log)
+                export_attention_maps(out / "attention_model.pt", maps_out, FORWARD_OUT / "attention_model.pt", log=log)
     if out is not None and rank == 0:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "translation_results.json"
@@ -615,7 +653,13 @@ def main(argv=None) -> int:
         "--workdir", type=Path, default=ROOT / "_build" / "translation", help="checkpoints (resumed when present)"
     )
     parser.add_argument("--fresh", action="store_true", help="ignore existing checkpoints")
-    parser.add_argument("--out", type=Path, default=ROOT / "solutions" / "06_gpu_training")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where the results and the attention model go (default: solutions/06_gpu_training; "
+        "experiments/forward_encoder for --config forward)",
+    )
     parser.add_argument(
         "--maps-out", type=Path, default=ROOT / "solutions" / "05_attention_maps", help="where chapter 05's data goes"
     )
@@ -631,13 +675,17 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--export-only",
         action="store_true",
-        help="train nothing: write chapter 05's attention_maps.npz from OUT/attention_model.pt",
+        help="train nothing: write chapter 05's attention_maps.npz from OUT/attention_model.pt "
+        "(and experiments/forward_encoder/attention_model.pt)",
     )
     args = parser.parse_args(argv)
     if args.export_only:
-        export_attention_maps(args.out / "attention_model.pt", args.maps_out)
+        export_attention_maps(
+            (args.out or DEFAULT_OUT) / "attention_model.pt", args.maps_out, FORWARD_OUT / "attention_model.pt"
+        )
         return 0
     config = CONFIGS[args.config]
+    out = args.out or (DEFAULT_OUT if config.bidirectional else FORWARD_OUT)
     workdir = args.workdir / f"seed{config.seed}"
     if args.fresh and workdir.exists():
         for path in workdir.glob(f"*_{config.name}.ckpt"):
@@ -648,12 +696,15 @@ def main(argv=None) -> int:
         models,
         device=args.device,
         workdir=workdir,
-        out=None if args.no_write else args.out,
-        maps_out=None if args.no_write else args.maps_out,
+        out=None if args.no_write else out,
+        maps_out=None if args.no_write or not config.bidirectional else args.maps_out,
         max_seconds=args.max_seconds,
         show_progress=not args.quiet,
         dump_params=args.dump_params,
     )
+    if not config.bidirectional and not args.no_write and "attention" in models:
+        # the forward model only adds a comparison to chapter 05's data; the main model stays chapter 06's
+        export_attention_maps(DEFAULT_OUT / "attention_model.pt", args.maps_out, out / "attention_model.pt")
     return 0
 
 

@@ -15,7 +15,7 @@ EOS included: the tokens the loss is computed on; the same definition for every 
 3. **batched, GPU** (only where CUDA is present): the trainer of 1. on the GPU under bfloat16
    autocast, as ``experiments.translation`` trains there.
 
-All three train the attention model of ``experiments.translation`` (``BiGRUEncoder`` and
+All three train the attention model of ``experiments.translation`` (``GRUEncoder`` and
 chapter 06's ``AttentionDecoder``, built by ``build_model``) at the size of one of its
 configurations, ``--config medium`` by default (embeddings 64, hidden size 128, batches of 64
 sentences: the size of the shipped results), on a pool of sentences of the toy English -> French

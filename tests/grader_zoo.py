@@ -241,19 +241,6 @@ def chapter_cases(assignment: str) -> dict[str, bytes]:
     }
 
 
-# Test cells that cannot run with the student's code in another process, and why (see GRADING.md).
-KNOWN_GAPS = {
-    ("02_seq2seq_bottleneck", "teacher_forcing_loss_hidden"): "passes instances of the reference modules to the "
-    "student's function: the reference implementation must not enter the sandbox",
-    ("02_seq2seq_bottleneck", "greedy_decode_hidden"): "passes instances of the reference modules to the "
-    "student's function",
-    ("06_gpu_training", "pick_device_hidden"): "simulates CUDA and MPS by monkeypatching torch in the test's "
-    "process; the student's code runs in another one",
-    ("06_gpu_training", "train_step_visible"): "passes a model class defined in the test cell to the student's code",
-    ("06_gpu_training", "train_step_hidden"): "passes a model class defined in the hidden test to the student's code",
-}
-
-
 FULL, FIRST_TWO = 24.0, 6.0  # autograded points of 03: all of them; attention_scores + softmax
 EXPECTED = {
     # student: (status, score, flags that must be there)

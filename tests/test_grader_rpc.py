@@ -212,3 +212,61 @@ def test_a_remote_object_that_is_not_data_fails_cleanly_in_torch():
     thing = loopback(namespace).lookup({"make"})["make"]()
     with pytest.raises(TypeError):
         torch.allclose(torch.ones(1), thing)
+
+
+def test_an_optimiser_step_in_the_students_code_updates_the_tests_model_and_its_gradients():
+    """A model and its optimiser cross in one request (the optimiser keeps pointing at the model's
+    parameters), gradients travel with the parameters both ways, and the step is mirrored back."""
+    namespace = {}
+    exec(
+        "def step(model, optimizer, x, clear):\n"
+        "    if clear:\n        optimizer.zero_grad()\n"
+        "    model(x).sum().backward()\n    optimizer.step()",
+        namespace,
+    )
+    step = loopback(namespace).lookup({"step"})["step"]
+    torch.manual_seed(0)
+    for clear in (True, False):
+        model = nn.Linear(3, 2)
+        twin = nn.Linear(3, 2)
+        twin.load_state_dict(model.state_dict())
+        for p in (*model.parameters(), *twin.parameters()):
+            p.grad = torch.full_like(p, 10.0)  # stale gradients from an earlier step
+        x = torch.randn(4, 3)
+        step(model, torch.optim.SGD(model.parameters(), lr=0.1), x, clear)
+        if clear:
+            twin.zero_grad()
+        twin(x).sum().backward()
+        torch.optim.SGD(twin.parameters(), lr=0.1).step()
+        for mine, expected in zip(model.parameters(), twin.parameters()):
+            assert torch.allclose(mine, expected) and torch.allclose(mine.grad, expected.grad), clear
+
+
+def test_devices_a_test_simulates_are_what_the_students_code_sees(monkeypatch):
+    """Replacing torch's device queries in the test is detected (torch's own functions never are), and the
+    answers travel with each call: the agent makes the student's torch give them during the call only."""
+    namespace = {}
+    exec(
+        "import torch\n"
+        "def seen():\n"
+        "    return torch.cuda.is_available(), torch.cuda.device_count(), torch.backends.mps.is_available()",
+        namespace,
+    )
+    real = torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available
+    seen = loopback(namespace).lookup({"seen"})["seen"]
+    assert rpc.simulated_devices() is None
+    assert seen() == (real[0](), real[1](), real[2]())
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.cuda, "is_available", lambda: True)
+        patch.setattr(torch.cuda, "device_count", lambda: 2)
+        assert rpc.simulated_devices() == {"cuda.is_available": True, "cuda.device_count": 2}
+        patch.setattr(torch.backends.mps, "is_available", lambda: True)
+        assert set(rpc.simulated_devices()) == set(rpc.DEVICE_PROBES)
+    # The agent runs in this process here, so let only the request carry the simulation: torch stays untouched.
+    monkeypatch.setattr(
+        rpc,
+        "simulated_devices",
+        lambda: {"cuda.is_available": True, "cuda.device_count": 3, "backends.mps.is_available": True},
+    )
+    assert seen() == (True, 3, True)
+    assert (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available) == real

@@ -16,7 +16,14 @@ from attention_course.toy_translation import (
     make_splits,
     simple_pair,
 )
-from attention_course.translation import BiGRUEncoder, Seq2Seq, corpus_bleu, exact_match, greedy_translate
+from attention_course.translation import (
+    BagOfWordsTranslator,
+    GRUEncoder,
+    Seq2Seq,
+    corpus_bleu,
+    exact_match,
+    greedy_translate,
+)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +125,7 @@ class _Decoder(torch.nn.Module):
 
 def test_encoder_ignores_padding_and_greedy_decoding_pads_after_eos():
     torch.manual_seed(0)
-    encoder = BiGRUEncoder(20, 8, 6)
+    encoder = GRUEncoder(20, 8, 6)
     src = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
     lengths = torch.tensor([4, 2])
     outputs, final = encoder(src, lengths)
@@ -133,3 +140,35 @@ def test_encoder_ignores_padding_and_greedy_decoding_pads_after_eos():
     for row in tokens.tolist():
         if EOS_ID in row:
             assert all(t == PAD_ID for t in row[row.index(EOS_ID) + 1 :])
+
+
+def test_a_left_to_right_encoder_reads_nothing_to_the_right():
+    """With bidirectional=False the state at position i depends on tokens 0..i only (the bidirectional one does not)."""
+    torch.manual_seed(0)
+    src = torch.tensor([[5, 6, 7, 8, 2], [5, 6, 9, 9, 2]])  # equal up to position 1
+    lengths = torch.tensor([5, 5])
+    forward_only = GRUEncoder(20, 8, 6, bidirectional=False)
+    outputs, final = forward_only(src, lengths)
+    assert outputs.shape == (2, 5, 6) and final.shape == (2, 6)
+    torch.testing.assert_close(outputs[0, :2], outputs[1, :2])
+    assert not torch.allclose(outputs[0, 2:], outputs[1, 2:])
+    both_ways, _ = GRUEncoder(20, 8, 6)(src, lengths)
+    assert not torch.allclose(both_ways[0, :2], both_ways[1, :2])
+
+
+def test_bag_of_words_translator_matches_its_definition():
+    """logits = out(E[previous word] + mean of E over the real source words); padding is ignored."""
+    torch.manual_seed(0)
+    model = BagOfWordsTranslator(10, 4)
+    src = torch.tensor([[3, 4, 5], [6, 7, 0]])
+    lengths = torch.tensor([3, 2])
+    tgt_in = torch.tensor([[1, 8], [1, 9]])
+    logits = model(src, lengths, tgt_in)
+    E = model.embedding.weight
+    summary = torch.stack([E[[3, 4, 5]].mean(0), E[[6, 7]].mean(0)])
+    expected = model.out(E[tgt_in] + summary[:, None, :])
+    assert logits.shape == (2, 2, 10)
+    torch.testing.assert_close(logits, expected)
+    other_padding = src.clone()
+    other_padding[1, 2] = 9
+    torch.testing.assert_close(model(other_padding, lengths, tgt_in), logits)

@@ -10,16 +10,20 @@ a strict decoder and does every comparison itself.
 
 Requests come in as a pickle made by the grader (unpickling here only endangers this
 process, which is the student's anyway). Tensors and arrays travel as raw bytes; after a
-call the agent reports which of them the student's code modified in place, so that the
-grader can mirror the change on its own copies (tests check that inputs are left alone).
-The global random states of torch, numpy and ``random`` travel with every call in both
-directions, so seeding in a test affects the student's code as it would in one process.
+call the agent reports which of them the student's code modified in place (their values, and
+the ``.grad`` of leaf tensors, which travels with them), so that the grader can mirror the
+change on its own copies (tests check that inputs are left alone; an optimiser step updates
+the test's model). The global random states of torch, numpy and ``random`` travel with every
+call in both directions, so seeding in a test affects the student's code as it would in one
+process; so does the answer a test simulated for torch's device queries (``simulated_devices``
+in rpc.py), for the length of the call.
 
 Only the standard library is imported eagerly; numpy and torch are used when the student's
 kernel has them loaded.
 """
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -83,15 +87,18 @@ class _Unpickler(pickle.Unpickler):
             import numpy as np
             import torch
 
-            _, number, dtype, shape, raw, requires_grad, is_param = pid
+            _, number, dtype, shape, raw, requires_grad, is_param, grad = pid
             value = _tensor_from_bytes(np, torch, dtype, shape, raw)
             if is_param:
                 value = torch.nn.Parameter(value, requires_grad=requires_grad)
             elif requires_grad:
                 value.requires_grad_(True)
+            if grad is not None and value.requires_grad:
+                value.grad = _tensor_from_bytes(np, torch, grad[0], shape, grad[1])
+            grad = grad[1] if grad is not None else None
         else:
             raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
-        self.sent[number] = [value, raw]
+        self.sent[number] = [value, raw, grad if kind == "tensor" else None]
         return value
 
 
@@ -145,7 +152,7 @@ class Agent:
                 warnings.simplefilter("always")
                 self._set_rng(request.get("rng"))
                 try:
-                    with self._grad_mode(request.get("grad")):
+                    with self._grad_mode(request.get("grad")), self._devices(request.get("devices")):
                         value = getattr(self, "op_" + op)(*args)
                 finally:
                     if known:  # the random states, if they are not what the grader believes
@@ -154,6 +161,7 @@ class Agent:
                             rng_changed = rng
             answer = {"ok": True, "value": self.encode(value, data=(op == "materialize"))}
             answer["mutated"] = self._mutated(unpickler)
+            answer["grads"] = self._grads_changed(unpickler)
             if op in ("call", "operator") and request.get("grad"):
                 graph = self._graph(value, unpickler)
                 if graph is not None:
@@ -185,13 +193,28 @@ class Agent:
 
     def _mutated(self, unpickler):
         changed = []
-        for number, (value, raw) in unpickler.sent.items():
+        for number, (value, raw, _) in unpickler.sent.items():
             try:
                 now = _tensor_bytes(value)[1] if type(value).__module__.startswith("torch") else value.tobytes()
             except Exception:
                 continue
             if now != raw:
                 changed.append([number, self.encode(value, data=True)])
+        return changed
+
+    def _grads_changed(self, unpickler):
+        """The ``.grad`` of the grader's leaf tensors, where the student's code set, changed or cleared it."""
+        changed = []
+        for number, (value, _, grad_sent) in unpickler.sent.items():
+            try:
+                if not (getattr(value, "is_leaf", False) and value.requires_grad):
+                    continue
+                grad = value.grad
+                now = _tensor_bytes(grad)[1] if grad is not None else None
+            except Exception:
+                continue
+            if now != grad_sent:
+                changed.append([number, self.encode(grad, data=True) if grad is not None else None])
         return changed
 
     # ---- autograd across the boundary ----------------------------------------------------------
@@ -204,7 +227,7 @@ class Agent:
         outputs = [t for t in _tensors(value) if t.requires_grad]
         if not outputs:
             return None
-        inputs = [(n, v) for n, (v, _) in unpickler.sent.items() if isinstance(v, torch.Tensor) and v.requires_grad]
+        inputs = [(n, v) for n, (v, *_) in unpickler.sent.items() if isinstance(v, torch.Tensor) and v.requires_grad]
         number = self.next_handle
         self.next_handle += 1
         self.graphs[number] = (outputs, [v for _, v in inputs])
@@ -233,10 +256,29 @@ class Agent:
     def _grad_mode(self, enabled):
         torch = sys.modules.get("torch")
         if torch is None or enabled is None:
-            import contextlib
-
             return contextlib.nullcontext()
         return torch.set_grad_enabled(bool(enabled))
+
+    @contextlib.contextmanager
+    def _devices(self, simulated):
+        """For one call, torch's device queries give the answers the test simulated in the grader."""
+        torch = sys.modules.get("torch")
+        if torch is None or not simulated:
+            yield
+            return
+        replaced = []
+        try:
+            for name, value in simulated.items():
+                owner_path, _, attribute = name.rpartition(".")
+                owner = torch
+                for part in owner_path.split("."):
+                    owner = getattr(owner, part)
+                replaced.append((owner, attribute, getattr(owner, attribute)))
+                setattr(owner, attribute, lambda value=value: value)
+            yield
+        finally:
+            for owner, attribute, original in reversed(replaced):
+                setattr(owner, attribute, original)
 
     def _set_rng(self, states):
         if not states:

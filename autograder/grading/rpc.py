@@ -225,20 +225,27 @@ class _Pickler(pickle.Pickler):
         if is_array:
             array = np.ascontiguousarray(obj)
             return ("array", number, array.dtype.str, list(array.shape), array.tobytes())
-        t = obj.detach().cpu().resolve_conj().resolve_neg().contiguous()
-        if t.dtype == torch.bfloat16:
-            dtype, raw = "bfloat16", t.view(torch.int16).numpy().tobytes()
-        else:
-            dtype, raw = str(t.dtype).replace("torch.", ""), t.numpy().tobytes()
+        dtype, raw = _tensor_bytes(obj)
+        grad = obj.grad if obj.is_leaf and obj.requires_grad else None  # (.grad of a non-leaf only warns)
         return (
             "tensor",
             number,
             dtype,
-            list(t.shape),
+            list(obj.shape),
             raw,
             bool(obj.requires_grad),
             isinstance(obj, torch.nn.Parameter),
+            _tensor_bytes(grad) if grad is not None and grad.shape == obj.shape else None,
         )
+
+
+def _tensor_bytes(tensor) -> tuple[str, bytes]:
+    import torch
+
+    t = tensor.detach().cpu().resolve_conj().resolve_neg().contiguous()
+    if t.dtype == torch.bfloat16:
+        return "bfloat16", t.view(torch.int16).numpy().tobytes()
+    return str(t.dtype).replace("torch.", ""), t.numpy().tobytes()
 
 
 def encode_request(request: dict) -> tuple[str, dict]:
@@ -252,11 +259,23 @@ def encode_request(request: dict) -> tuple[str, dict]:
     return base64.b64encode(buffer.getvalue()).decode("ascii"), pickler.sent
 
 
-def _mirror(sent: dict, mutated) -> None:
-    """Apply in place, to the trusted originals, the changes the student's code made to them."""
-    if not isinstance(mutated, list):
+def _mirror(sent: dict, mutated, grads=()) -> None:
+    """Apply in place, to the trusted originals, the changes the student's code made to them:
+    their values (``mutated``) and, for leaf tensors that require grad, their ``.grad`` (``grads``:
+    a tensor of the same shape and dtype, or None where the student's code cleared it)."""
+    if not isinstance(mutated, list) or not isinstance(grads, list | tuple):
         raise ProtocolError("invalid mutation list")
     np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    for item in grads:
+        if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or item[0] not in sent:
+            raise ProtocolError("invalid gradient mutation")
+        original, new = sent[item[0]], decode(item[1])
+        if torch is None or not isinstance(original, torch.Tensor) or not (original.is_leaf and original.requires_grad):
+            continue
+        if new is None:
+            original.grad = None
+        elif isinstance(new, torch.Tensor) and new.shape == original.shape and new.dtype == original.dtype:
+            original.grad = new.detach().to(original.device)
     for item in mutated:
         if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or item[0] not in sent:
             raise ProtocolError("invalid mutation")
@@ -312,6 +331,38 @@ def set_rng_states(states) -> None:
         if len(raw) == 624 * 4 and type(pos) is int and 0 <= pos <= 624 and (gauss is None or type(gauss) is float):
             internal = tuple(array.array("I", raw)) + (pos,)
             sys.modules["random"].setstate((3, internal, gauss))
+
+
+# ---- devices a test simulates -----------------------------------------------------------------------
+
+DEVICE_PROBES = ("cuda.is_available", "cuda.device_count", "backends.mps.is_available")
+
+
+def simulated_devices() -> dict | None:
+    """What the test made torch answer about devices, where it replaced torch's own functions.
+
+    A test may stand in for a machine it does not run on by replacing ``torch.cuda.is_available``,
+    ``torch.cuda.device_count`` or ``torch.backends.mps.is_available`` (with a lambda or a mock).
+    The replacement lives in the grader's process; the answers it gives (plain values, never the
+    test's code) travel with each call, and the agent makes the student's torch give the same
+    answers for the length of the call. Functions torch defined itself are left alone, so a
+    grader on a GPU machine does not tell the sandbox (which has no GPU) that CUDA is there.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    simulated = {}
+    for name in DEVICE_PROBES:
+        owner_path, _, attribute = name.rpartition(".")
+        owner = torch
+        for part in owner_path.split("."):
+            owner = getattr(owner, part, None)
+        function = getattr(owner, attribute, None)
+        if function is None or str(getattr(function, "__module__", "") or "").startswith("torch"):
+            continue
+        value = function()
+        simulated[name] = int(value) if attribute == "device_count" else bool(value)
+    return simulated or None
 
 
 # ---- exceptions and warnings from the student's process ---------------------------------------------
@@ -720,6 +771,7 @@ class Session:
         if torch is not None:
             payload["grad"] = torch.is_grad_enabled()
         if sync:  # the random states go where the code runs, and come back if it used them
+            payload["devices"] = simulated_devices()
             current = rng_states()
             payload["rng"] = current if current != self.synced else None
             payload["rng_known"] = [sorted(current), rng_fingerprint(current)]
@@ -727,7 +779,7 @@ class Session:
         text, sent = encode_request(payload)
         answer = parse_answer(self.transport(text))
         reissue_warnings(answer.get("warnings"))
-        _mirror(sent, answer.get("mutated", []))
+        _mirror(sent, answer.get("mutated", []), answer.get("grads", []))
         if sync and "rng" in answer:
             set_rng_states(answer["rng"])
             self.synced = rng_states()
