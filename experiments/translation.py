@@ -450,6 +450,14 @@ def token_importances(model: Seq2Seq, src_vocab, tgt_vocab, english: str, french
     }
 
 
+def _test_results(checkpoint: Path) -> dict:
+    """Exact match and BLEU on the test split (overall and by source length) of the attention model saved
+    in ``checkpoint``, from the ``translation_results.json`` beside it ({} when there is none)."""
+    path = checkpoint.parent / "translation_results.json"
+    results = json.loads(path.read_text())["models"].get("attention", {}) if path.exists() else {}
+    return {key: results[key] for key in ("exact_match", "bleu", "by_length") if key in results}
+
+
 def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: Path | None = None, log=print) -> Path:
     """Write chapter 05's data file ``maps_out/attention_maps.npz`` from the attention model in ``checkpoint``
     (and, where ``forward_checkpoint`` exists, the model of ``--config forward`` for comparison).
@@ -457,7 +465,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
     Only numbers and strings (loadable with ``np.load(path, allow_pickle=False)``); token sequences are
     strings of space-separated tokens, ragged matrices are concatenated row-major with their shapes beside:
 
-    - ``meta``: JSON (configuration, number of parameters, how the file was made);
+    - ``meta``: JSON (configuration, number of parameters, test results, how the file was made);
     - ``greedy_english``, ``greedy_output``, ``greedy_reference``, ``greedy_shape`` (N, 2), ``greedy_weights``
       (float32): the chapter's named examples and the first ``NUM_GREEDY`` test sentences, greedily translated
       (output up to ``<eos>`` included) with their attention maps ``(T, S)`` (source ``<eos>`` included);
@@ -494,6 +502,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
         "checkpoint": str(checkpoint.relative_to(ROOT)) if checkpoint.is_relative_to(ROOT) else str(checkpoint),
         "config": saved["config"],
         "parameters": sum(p.numel() for p in model.parameters()),
+        "test": _test_results(checkpoint),
         "torch": torch.__version__,
     }
     arrays = {
@@ -529,13 +538,11 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
             )
         forward = greedy_maps(forward_model, named, src_vocab, tgt_vocab)
         forward_shape, forward_weights = _flat([w for _, w in forward], np.float32)
-        results_file = forward_checkpoint.parent / "translation_results.json"
-        results = json.loads(results_file.read_text())["models"]["attention"] if results_file.exists() else {}
         meta["forward"] = {
             "made_by": "python -m experiments.translation --config forward --model attention",
             "config": forward_saved["config"],
             "parameters": sum(p.numel() for p in forward_model.parameters()),
-            "test": {key: results[key] for key in ("exact_match", "bleu", "by_length") if key in results},
+            "test": _test_results(forward_checkpoint),
         }
         arrays["meta"] = np.array(json.dumps(meta))
         arrays.update(
