@@ -7,6 +7,7 @@ sandbox leaves nothing behind. These tests need root (namespaces, mounts, other 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -162,3 +163,20 @@ print('host root mounted', any(line.split()[3] == '/' and line.split()[4] == '/'
     assert "CHROOTED" not in report and "chroot 1" in report
     assert "userns 0" not in report
     assert "host root mounted False" in report, report
+
+
+@pytest.mark.skipif(
+    not Path("/usr/bin/python3").exists() or not shutil.which("runuser"), reason="needs runuser and Debian's python3"
+)
+def test_a_real_unprivileged_user_is_refused_with_the_reason():
+    """As the user nobody (Debian's own python3: the venv's interpreter lives under /root), the grader's
+    pre-flight check refuses to grade without root and says how to proceed."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(course.ROOT)!r}); "
+        "from autograder.grading.sandbox import sandbox_problem; print(sandbox_problem())"
+    )
+    result = subprocess.run(
+        ["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "needs root" in result.stdout and "--unsafe-no-sandbox" in result.stdout, result.stdout
