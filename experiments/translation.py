@@ -450,7 +450,7 @@ def token_importances(model: Seq2Seq, src_vocab, tgt_vocab, english: str, french
     }
 
 
-def _test_results(checkpoint: Path) -> dict:
+def saved_test_results(checkpoint: Path) -> dict:
     """Exact match and BLEU on the test split (overall and by source length) of the attention model saved
     in ``checkpoint``, from the ``translation_results.json`` beside it ({} when there is none)."""
     path = checkpoint.parent / "translation_results.json"
@@ -502,7 +502,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
         "checkpoint": str(checkpoint.relative_to(ROOT)) if checkpoint.is_relative_to(ROOT) else str(checkpoint),
         "config": saved["config"],
         "parameters": sum(p.numel() for p in model.parameters()),
-        "test": _test_results(checkpoint),
+        "test": saved_test_results(checkpoint),
         "torch": torch.__version__,
     }
     arrays = {
@@ -542,7 +542,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
             "made_by": "python -m experiments.translation --config forward --model attention",
             "config": forward_saved["config"],
             "parameters": sum(p.numel() for p in forward_model.parameters()),
-            "test": _test_results(forward_checkpoint),
+            "test": saved_test_results(forward_checkpoint),
         }
         arrays["meta"] = np.array(json.dumps(meta))
         arrays.update(

@@ -20,9 +20,9 @@ from experiments.translation import (
     DEFAULT_OUT,
     FORWARD_OUT,
     MAPS_FILE,
-    _test_results,
     greedy_maps,
     load_attention_model,
+    saved_test_results,
 )
 
 MAPS = course.ROOT / "solutions" / "05_attention_maps" / MAPS_FILE
@@ -50,7 +50,7 @@ def test_chapter05_maps_of_the_named_examples_come_from_the_shipped_models(prefi
 
 def test_chapter05_quotes_the_test_results_of_both_models():
     meta = json.loads(str(np.load(MAPS, allow_pickle=False)["meta"]))
-    assert meta["test"] == _test_results(DEFAULT_OUT / "attention_model.pt")
-    assert meta["forward"]["test"] == _test_results(FORWARD_OUT / "attention_model.pt")
+    assert meta["test"] == saved_test_results(DEFAULT_OUT / "attention_model.pt")
+    assert meta["forward"]["test"] == saved_test_results(FORWARD_OUT / "attention_model.pt")
     assert meta["forward"]["config"]["bidirectional"] is False and meta["config"].get("bidirectional", True)
     assert 0 < meta["forward"]["test"]["exact_match"] < meta["test"]["exact_match"] <= 1
