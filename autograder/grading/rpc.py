@@ -36,7 +36,9 @@ import pickle
 import sys
 import warnings
 
-from autograder.grading.agent import rng_states
+# the same code on both sides: the random states' format, the tensors' raw bytes, and the order in which
+# the tensors of a result are listed (the autograd bridge pairs them by position)
+from autograder.grading.agent import _tensor_bytes, _tensors, rng_states
 
 MAX_DEPTH = 64
 MAX_ELEMENTS = 1 << 26  # numbers in one array or tensor
@@ -237,15 +239,6 @@ class _Pickler(pickle.Pickler):
             isinstance(obj, torch.nn.Parameter),
             _tensor_bytes(grad) if grad is not None and grad.shape == obj.shape else None,
         )
-
-
-def _tensor_bytes(tensor) -> tuple[str, bytes]:
-    import torch
-
-    t = tensor.detach().cpu().resolve_conj().resolve_neg().contiguous()
-    if t.dtype == torch.bfloat16:
-        return "bfloat16", t.view(torch.int16).numpy().tobytes()
-    return str(t.dtype).replace("torch.", ""), t.numpy().tobytes()
 
 
 def encode_request(request: dict) -> tuple[str, dict]:
@@ -673,19 +666,6 @@ def parse_answer(text):
 
 
 # ---- autograd across the boundary -----------------------------------------------------------------
-
-
-def _tensors(value, depth=0) -> list:
-    """The tensors in a decoded result, in the agent's order (tuples, lists, dict values)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if depth < 10 and isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item, depth + 1)]
-    if depth < 10 and isinstance(value, dict):
-        return [t for item in value.values() for t in _tensors(item, depth + 1)]
-    return []
 
 
 def _replace_tensors(value, new: list, depth=0):
