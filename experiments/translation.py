@@ -19,7 +19,7 @@ importances; numbers only, no model and no code, see :func:`export_attention_map
     python -m experiments.translation --export-only
 
 trains nothing: it rewrites ``attention_maps.npz`` from the saved ``OUT/attention_model.pt``
-(about a minute on a 2-core CPU; the file is about 1 MB).
+(under a minute on a 2-core CPU; the file is about 1 MB).
 
     python -m experiments.translation --config forward --model attention
 
