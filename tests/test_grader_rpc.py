@@ -261,7 +261,7 @@ def test_devices_a_test_simulates_are_what_the_students_code_sees(monkeypatch):
         patch.setattr(torch.cuda, "device_count", lambda: 2)
         assert rpc.simulated_devices() == {"cuda.is_available": True, "cuda.device_count": 2}
         patch.setattr(torch.backends.mps, "is_available", lambda: True)
-        assert set(rpc.simulated_devices()) == set(rpc.DEVICE_PROBES)
+        assert set(rpc.simulated_devices()) == set(rpc.DEVICE_QUERIES)
     # The agent runs in this process here, so let only the request carry the simulation: torch stays untouched.
     monkeypatch.setattr(
         rpc,

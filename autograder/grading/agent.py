@@ -78,6 +78,7 @@ class _Unpickler(pickle.Unpickler):
             return self.agent.objects[pid[1]]
         if kind == "ref":
             return self.sent[pid[1]][0]
+        grad_raw = None  # the bytes of a tensor's .grad as the grader sent it
         if kind == "array":
             import numpy as np
 
@@ -94,11 +95,11 @@ class _Unpickler(pickle.Unpickler):
             elif requires_grad:
                 value.requires_grad_(True)
             if grad is not None and value.requires_grad:
-                value.grad = _tensor_from_bytes(np, torch, grad[0], shape, grad[1])
-            grad = grad[1] if grad is not None else None
+                grad_dtype, grad_raw = grad
+                value.grad = _tensor_from_bytes(np, torch, grad_dtype, shape, grad_raw)
         else:
             raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
-        self.sent[number] = [value, raw, grad if kind == "tensor" else None]
+        self.sent[number] = [value, raw, grad_raw]
         return value
 
 
@@ -115,6 +116,19 @@ def _tensor_bytes(tensor):
     if t.dtype == torch.bfloat16:
         return "bfloat16", t.view(torch.int16).numpy().tobytes()
     return str(t.dtype).replace("torch.", ""), t.numpy().tobytes()
+
+
+# torch's device queries a test may simulate (rpc.simulated_devices), as paths below the torch module
+DEVICE_QUERIES = ("cuda.is_available", "cuda.device_count", "backends.mps.is_available")
+
+
+def device_query(torch, name):
+    """``(owner, attribute)`` of one of ``DEVICE_QUERIES``, e.g. ``(torch.cuda, "is_available")``."""
+    owner_path, _, attribute = name.rpartition(".")
+    owner = torch
+    for part in owner_path.split("."):
+        owner = getattr(owner, part)
+    return owner, attribute
 
 
 def _tensors(value, depth=0):
@@ -269,10 +283,9 @@ class Agent:
         replaced = []
         try:
             for name, value in simulated.items():
-                owner_path, _, attribute = name.rpartition(".")
-                owner = torch
-                for part in owner_path.split("."):
-                    owner = getattr(owner, part)
+                if name not in DEVICE_QUERIES:
+                    continue
+                owner, attribute = device_query(torch, name)
                 replaced.append((owner, attribute, getattr(owner, attribute)))
                 setattr(owner, attribute, lambda value=value: value)
             yield

@@ -37,8 +37,8 @@ import sys
 import warnings
 
 # the same code on both sides: the random states' format, the tensors' raw bytes, and the order in which
-# the tensors of a result are listed (the autograd bridge pairs them by position)
-from autograder.grading.agent import _tensor_bytes, _tensors, rng_states
+# the tensors of a result are listed (the autograd bridge pairs them by position), the device queries
+from autograder.grading.agent import DEVICE_QUERIES, _tensor_bytes, _tensors, device_query, rng_states
 
 MAX_DEPTH = 64
 MAX_ELEMENTS = 1 << 26  # numbers in one array or tensor
@@ -328,8 +328,6 @@ def set_rng_states(states) -> None:
 
 # ---- devices a test simulates -----------------------------------------------------------------------
 
-DEVICE_PROBES = ("cuda.is_available", "cuda.device_count", "backends.mps.is_available")
-
 
 def simulated_devices() -> dict | None:
     """What the test made torch answer about devices, where it replaced torch's own functions.
@@ -345,11 +343,11 @@ def simulated_devices() -> dict | None:
     if torch is None:
         return None
     simulated = {}
-    for name in DEVICE_PROBES:
-        owner_path, _, attribute = name.rpartition(".")
-        owner = torch
-        for part in owner_path.split("."):
-            owner = getattr(owner, part, None)
+    for name in DEVICE_QUERIES:
+        try:
+            owner, attribute = device_query(torch, name)
+        except AttributeError:  # a torch without that backend
+            continue
         function = getattr(owner, attribute, None)
         if function is None or str(getattr(function, "__module__", "") or "").startswith("torch"):
             continue
