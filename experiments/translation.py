@@ -450,6 +450,11 @@ def token_importances(model: Seq2Seq, src_vocab, tgt_vocab, english: str, french
     }
 
 
+def _check_vocabularies(checkpoint: Path, saved: dict, src_vocab, tgt_vocab) -> None:
+    if saved["source_vocab"] != src_vocab.itos or saved["target_vocab"] != tgt_vocab.itos:
+        raise ValueError(f"{checkpoint} was trained with other vocabularies than build_vocabularies() gives")
+
+
 def saved_test_results(checkpoint: Path) -> dict:
     """Exact match and BLEU on the test split (overall and by source length) of the attention model saved
     in ``checkpoint``, from the ``translation_results.json`` beside it ({} when there is none)."""
@@ -485,8 +490,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
     torch.manual_seed(0)
     model, config, saved = load_attention_model(checkpoint)
     src_vocab, tgt_vocab, splits, encoded = load_data(config)
-    if saved["source_vocab"] != src_vocab.itos or saved["target_vocab"] != tgt_vocab.itos:
-        raise ValueError(f"{checkpoint} was trained with other vocabularies than build_vocabularies() gives")
+    _check_vocabularies(checkpoint, saved, src_vocab, tgt_vocab)
     test = splits["test"]
     named = [english for english, _ in CHAPTER05_EXAMPLES]
     greedy_pairs = list(CHAPTER05_EXAMPLES) + [pair for pair in test[:NUM_GREEDY] if pair[0] not in named]
@@ -496,6 +500,24 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
     agreement_index = np.arange(1, min(NUM_AGREEMENT, len(test) - 1) + 1)
     drops = [occlusion_drops(model, *encoded["test"][i])[0] for i in agreement_index]
     explained = [token_importances(model, src_vocab, tgt_vocab, *example) for example in CHAPTER05_EXPLAINED]
+    forward_meta, forward_arrays = {}, {}
+    if forward_checkpoint is not None and forward_checkpoint.exists():
+        forward_model, _, forward_saved = load_attention_model(forward_checkpoint)
+        _check_vocabularies(forward_checkpoint, forward_saved, src_vocab, tgt_vocab)
+        forward = greedy_maps(forward_model, named, src_vocab, tgt_vocab)
+        forward_shape, forward_weights = _flat([w for _, w in forward], np.float32)
+        forward_meta["forward"] = {
+            "made_by": "python -m experiments.translation --config forward --model attention",
+            "config": forward_saved["config"],
+            "parameters": sum(p.numel() for p in forward_model.parameters()),
+            "test": saved_test_results(forward_checkpoint),
+        }
+        forward_arrays = {
+            "forward_english": np.array(named),
+            "forward_output": np.array([" ".join(output) for output, _ in forward]),
+            "forward_shape": forward_shape,
+            "forward_weights": forward_weights,
+        }
     meta = {
         "description": "attention maps and source-word importances of chapter 06's attention model, for chapter 05",
         "made_by": "python -m experiments.translation --export-only",
@@ -504,6 +526,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
         "parameters": sum(p.numel() for p in model.parameters()),
         "test": saved_test_results(checkpoint),
         "torch": torch.__version__,
+        **forward_meta,
     }
     arrays = {
         "meta": np.array(json.dumps(meta)),
@@ -529,28 +552,8 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
             f"explain_{key}": np.concatenate([x[key] for x in explained]).astype(np.float32)
             for key in ("attention", "occlusion", "grad_x_input")
         },
+        **forward_arrays,
     }
-    if forward_checkpoint is not None and forward_checkpoint.exists():
-        forward_model, _, forward_saved = load_attention_model(forward_checkpoint)
-        if forward_saved["source_vocab"] != src_vocab.itos or forward_saved["target_vocab"] != tgt_vocab.itos:
-            raise ValueError(
-                f"{forward_checkpoint} was trained with other vocabularies than build_vocabularies() gives"
-            )
-        forward = greedy_maps(forward_model, named, src_vocab, tgt_vocab)
-        forward_shape, forward_weights = _flat([w for _, w in forward], np.float32)
-        meta["forward"] = {
-            "made_by": "python -m experiments.translation --config forward --model attention",
-            "config": forward_saved["config"],
-            "parameters": sum(p.numel() for p in forward_model.parameters()),
-            "test": saved_test_results(forward_checkpoint),
-        }
-        arrays["meta"] = np.array(json.dumps(meta))
-        arrays.update(
-            forward_english=np.array(named),
-            forward_output=np.array([" ".join(output) for output, _ in forward]),
-            forward_shape=forward_shape,
-            forward_weights=forward_weights,
-        )
     maps_out.mkdir(parents=True, exist_ok=True)
     path = maps_out / MAPS_FILE
     np.savez_compressed(path, **arrays)
