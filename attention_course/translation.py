@@ -1,13 +1,13 @@
 """Pieces of the translation models of chapters 05 and 06 that are not exercises.
 
 - :class:`GRUEncoder`: the bidirectional encoder of Bahdanau et al. (2015), projected to
-  the decoder's size, or with ``bidirectional=False`` its left-to-right half alone (chapter 05
+  the decoder's size, or with ``bidirectional=False`` its left-to-right half alone (chapter 06
   compares the attention maps of the two; the encoder of chapter 02 is an exercise there, this
   is a different, given module);
-- :class:`Seq2Seq`: joins an encoder and any decoder with the interface of chapter 06's
+- :class:`Seq2Seq`: joins an encoder and any decoder with the interface of chapter 05's
   ``AttentionDecoder`` (``decoder(tgt_in, hidden, enc_outputs, src_mask) -> (logits, weights)``);
 - :class:`BagOfWordsTranslator`: the smallest model with the same ``forward(src, lengths, tgt_in)``,
-  to try training code on in a second (chapter 06's tests of ``train_step`` use it);
+  to try training code on in a second (chapter 05's tests of ``train_step`` use it);
 - :func:`greedy_translate`: greedy decoding with such a model;
 - :func:`corpus_bleu`: BLEU (Papineni et al., 2002) of token lists, with brevity penalty;
 - :func:`exact_match`: the fraction of predictions equal to their reference.
@@ -64,7 +64,7 @@ class GRUEncoder(nn.Module):
 
 class Seq2Seq(nn.Module):
     """An encoder and a decoder; ``forward(src, lengths, tgt_in)`` returns the logits ``(B, T, V)``
-    (the interface chapter 06's ``train_step`` expects); :meth:`forward_with_weights` also
+    (the interface chapter 05's ``train_step`` expects); :meth:`forward_with_weights` also
     returns the attention weights ``(B, T, S)``."""
 
     def __init__(self, encoder: nn.Module, decoder: nn.Module):

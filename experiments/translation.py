@@ -6,14 +6,14 @@ trains on whatever ``pick_device`` finds (bf16 autocast on CUDA, float32 elsewhe
 fixed seed, a progress bar and a checkpoint after every epoch (run the same command again to
 resume: it continues from the last checkpoint in ``--workdir``), then evaluates greedy
 translations of the held-out test split by source length and writes, into ``--out``
-(default ``solutions/06_gpu_training``):
+(default ``attention_course/assets/``, the package data the chapters read):
 
 - ``translation_results.json``: the configuration, training curves and, per model, exact-match
-  accuracy and BLEU by source length (the table and figures of chapter 06);
+  accuracy and BLEU by source length (the table and figures of chapter 05);
 - ``attention_model.pt``: the attention model's weights and vocabularies (a few MB);
 
-and into ``--maps-out`` (default ``solutions/05_attention_maps``) ``attention_maps.npz``, the
-data chapter 05 reads (attention maps, greedy translations, occlusion and gradient x input
+and into ``--maps-out`` (default ``attention_course/assets/`` too) ``attention_maps.npz``, the
+data chapter 06 reads (attention maps, greedy translations, occlusion and gradient x input
 importances; numbers only, no model and no code, see :func:`export_attention_maps`).
 
     python -m experiments.translation --export-only
@@ -24,8 +24,8 @@ trains nothing: it rewrites ``attention_maps.npz`` from the saved ``OUT/attentio
     python -m experiments.translation --config forward --model attention
 
 trains the attention model with a left-to-right encoder only (medium's data and sizes) into
-``experiments/forward_encoder/`` and adds its maps of chapter 05's named examples to
-``attention_maps.npz``: chapter 05 compares them with the bidirectional model's.
+``experiments/forward_encoder/`` and adds its maps of chapter 06's named examples to
+``attention_maps.npz``: chapter 06 compares them with the bidirectional model's.
 
 Several GPUs or machines: launch the same program with PyTorch's ``torchrun``, e.g.
 ``torchrun --nproc_per_node=4 -m experiments.translation --config full``; every process then
@@ -56,7 +56,7 @@ from torch import nn
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 from attention_course.toy_translation import build_vocabularies, encode_pairs, make_splits
 from attention_course.translation import GRUEncoder, Seq2Seq, corpus_bleu, greedy_translate
-from autograder.reference.ch06_gpu_training import (
+from autograder.reference.ch05_gpu_training import (
     AttentionDecoder,
     length_bucketed_batches,
     masked_cross_entropy,
@@ -66,7 +66,7 @@ from autograder.reference.ch06_gpu_training import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "solutions" / "06_gpu_training"  # the attention and plain models of chapter 06
+DEFAULT_OUT = ROOT / "attention_course" / "assets"  # the attention and plain models of chapter 05
 FORWARD_OUT = ROOT / "experiments" / "forward_encoder"  # --config forward: the left-to-right encoder's model
 LENGTH_BINS = [(1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 40)]
 
@@ -90,11 +90,11 @@ class Config:
 CONFIGS = {
     # seconds, for tests
     "tiny": Config("tiny", 300, 50, 100, 16, 32, 32, 2, 3e-3),
-    # the in-notebook run of chapter 06 (bounded to 50 s of training on a 2-core CPU)
+    # the in-notebook run of chapter 05 (bounded to 50 s of training on a 2-core CPU)
     "small": Config("small", 6000, 300, 600, 32, 64, 64, 3, 3e-3, max_seconds=50.0),
     # the shipped results, trained on a 2-core CPU
     "medium": Config("medium", 30000, 1000, 3000, 64, 128, 64, 6, 3e-3),
-    # medium's data and sizes with a left-to-right encoder: chapter 05 compares its attention maps
+    # medium's data and sizes with a left-to-right encoder: chapter 06 compares its attention maps
     "forward": Config("forward", 30000, 1000, 3000, 64, 128, 64, 16, 3e-3, bidirectional=False),
     # for a GPU
     "full": Config("full", 200000, 2000, 5000, 128, 256, 128, 15, 1e-3),
@@ -346,17 +346,17 @@ def evaluate(model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 2
     }
 
 
-# Chapter 05 reads data, never the model: a model file would carry the decoder's code or enough to
-# rebuild it, and chapter 06 asks the students to write that decoder.
+# Chapter 06 reads data, never the model: a model file would carry the decoder's code or enough to
+# rebuild it, and chapter 05 asks the students to write that decoder.
 MAPS_FILE = "attention_maps.npz"
-# the sentences chapter 05 draws, with their correct translations ("i love you" is also the first test sentence)
+# the sentences chapter 06 draws, with their correct translations ("i love you" is also the first test sentence)
 CHAPTER05_EXAMPLES = (
     ("i love you", "je t' aime"),
     ("the young girl that sees my dog hears the boys", "la jeune fille qui voit mon chien entend les garçons"),
     ("she finds the small red cars", "elle trouve les petites voitures rouges"),
     ("he does not see them", "il ne les voit pas"),
 )
-# (english, french, output word) whose source-token importances chapter 05 compares with attention
+# (english, french, output word) whose source-token importances chapter 06 compares with attention
 CHAPTER05_EXPLAINED = (
     ("she finds the small red cars", "elle trouve les petites voitures rouges", "rouges"),
     ("i love you", "je t' aime", "t'"),
@@ -464,7 +464,7 @@ def saved_test_results(checkpoint: Path) -> dict:
 
 
 def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: Path | None = None, log=print) -> Path:
-    """Write chapter 05's data file ``maps_out/attention_maps.npz`` from the attention model in ``checkpoint``
+    """Write chapter 06's data file ``maps_out/attention_maps.npz`` from the attention model in ``checkpoint``
     (and, where ``forward_checkpoint`` exists, the model of ``--config forward`` for comparison).
 
     Only numbers and strings (loadable with ``np.load(path, allow_pickle=False)``); token sequences are
@@ -519,7 +519,7 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
             "forward_weights": forward_weights,
         }
     meta = {
-        "description": "attention maps and source-word importances of chapter 06's attention model, for chapter 05",
+        "description": "attention maps and source-word importances of chapter 05's attention model, for chapter 06",
         "made_by": "python -m experiments.translation --export-only",
         "checkpoint": str(checkpoint.relative_to(ROOT)) if checkpoint.is_relative_to(ROOT) else str(checkpoint),
         "config": saved["config"],
@@ -667,11 +667,11 @@ def main(argv=None) -> int:
         "--out",
         type=Path,
         default=None,
-        help="where the results and the attention model go (default: solutions/06_gpu_training; "
+        help="where the results and the attention model go (default: solutions/05_gpu_training; "
         "experiments/forward_encoder for --config forward)",
     )
     parser.add_argument(
-        "--maps-out", type=Path, default=ROOT / "solutions" / "05_attention_maps", help="where chapter 05's data goes"
+        "--maps-out", type=Path, default=ROOT / "attention_course" / "assets", help="where chapter 06's data goes"
     )
     parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
     parser.add_argument("--max-seconds", type=float, default=None, help="stop training each model after this long")
@@ -685,7 +685,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--export-only",
         action="store_true",
-        help="train nothing: write chapter 05's attention_maps.npz from OUT/attention_model.pt "
+        help="train nothing: write chapter 06's attention_maps.npz from OUT/attention_model.pt "
         "(and experiments/forward_encoder/attention_model.pt)",
     )
     args = parser.parse_args(argv)
@@ -713,7 +713,7 @@ def main(argv=None) -> int:
         dump_params=args.dump_params,
     )
     if not config.bidirectional and not args.no_write and "attention" in models:
-        # the forward model only adds a comparison to chapter 05's data; the main model stays chapter 06's
+        # the forward model only adds a comparison to chapter 06's data; the main model stays chapter 05's
         export_attention_maps(DEFAULT_OUT / "attention_model.pt", args.maps_out, out / "attention_model.pt")
     return 0
 

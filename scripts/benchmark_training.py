@@ -1,9 +1,9 @@
-"""Benchmark: training throughput of chapter 06's batched trainer against a per-sentence loop.
+"""Benchmark: training throughput of chapter 05's batched trainer against a per-sentence loop.
 
 What it measures, in target tokens per second (the real, non-pad tokens of the French side,
 EOS included: the tokens the loss is computed on; the same definition for every line):
 
-1. **batched, CPU**: the course's batched trainer, i.e. chapter 06's ``train_step`` (masked
+1. **batched, CPU**: the course's batched trainer, i.e. chapter 05's ``train_step`` (masked
    cross-entropy, Adam, gradient clipping at 1.0) on batches made by ``length_bucketed_batches``
    and ``pad_batch`` (through ``experiments.translation.make_batch``), float32;
 2. **per-sentence loop, CPU**: the loop of the original PyTorch tutorial "Translation with a
@@ -16,7 +16,7 @@ EOS included: the tokens the loss is computed on; the same definition for every 
    autocast, as ``experiments.translation`` trains there.
 
 All three train the attention model of ``experiments.translation`` (``GRUEncoder`` and
-chapter 06's ``AttentionDecoder``, built by ``build_model``) at the size of one of its
+chapter 05's ``AttentionDecoder``, built by ``build_model``) at the size of one of its
 configurations, ``--config medium`` by default (embeddings 64, hidden size 128, batches of 64
 sentences: the size of the shipped results), on a pool of sentences of the toy English -> French
 language, cycled as often as needed. Each measurement runs in its own Python process (so that its
@@ -58,7 +58,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from attention_course.data import BOS_ID, PAD_ID  # noqa: E402
 from attention_course.toy_translation import build_vocabularies, encode_pairs, generate_pairs  # noqa: E402
-from autograder.reference.ch06_gpu_training import length_bucketed_batches, train_step  # noqa: E402
+from autograder.reference.ch05_gpu_training import length_bucketed_batches, train_step  # noqa: E402
 from experiments.translation import CONFIGS, build_model, make_batch, seed_everything  # noqa: E402
 
 TARGET_RATIO = 20.0
@@ -85,7 +85,7 @@ def sentence_pool(size: int, seed: int = 0):
 
 
 def decoder_step(decoder, token, hidden, enc_outputs, src_mask):
-    """One step of chapter 06's ``AttentionDecoder`` for one sentence, with its own weights: the same
+    """One step of chapter 05's ``AttentionDecoder`` for one sentence, with its own weights: the same
     computation as its ``forward`` on a single token, but also returning the new GRU state (which
     ``forward`` does not). ``token`` (1, 1) long, ``hidden`` (1, d); returns ``(logits (1, V), hidden (1, d))``."""
     state, new_hidden = decoder.rnn(decoder.embedding(token), hidden.unsqueeze(0))

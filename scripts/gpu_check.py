@@ -10,7 +10,7 @@ the whole run stays inside ``--deadline``). Into ``--out`` (default ``_build/gpu
 by git) it writes:
 
 - ``accuracy_by_length.png``: exact match and BLEU on the test split by source length, with and
-  without attention (the figure of chapter 06);
+  without attention (the figure of chapter 05);
 - ``loss_curve.png``: the training loss of every step and the validation loss after every
   (possibly partial) epoch, against the training step;
 - ``summary.json``: the configuration, device, timings, per-step losses (subsampled), peak GPU

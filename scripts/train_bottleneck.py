@@ -1,6 +1,6 @@
 """Measure the bottleneck of an encoder-decoder without attention (chapter 02_seq2seq_bottleneck).
 
-What it produces: ``solutions/02_seq2seq_bottleneck/bottleneck_results.json``, the file the
+What it produces: ``attention_course/assets/bottleneck_results.json``, the file the
 chapter's notebook loads and plots. The script trains the chapter's model (the reference
 ``Encoder``, ``Decoder`` and ``teacher_forcing_loss`` of ``autograder.reference.ch02_seq2seq_bottleneck``,
 GRU hidden size 128) on the reversal of sequences of 4 to 40 tokens, then decodes 100 fresh
@@ -39,7 +39,7 @@ from torch.nn.utils.rnn import pad_sequence
 from attention_course import BOS_ID, EOS_ID, PAD_ID, reversal_task, token_vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = ROOT / "solutions" / "02_seq2seq_bottleneck" / "bottleneck_results.json"
+DEFAULT_OUTPUT = ROOT / "attention_course" / "assets" / "bottleneck_results.json"
 
 SETTINGS = {
     "task": "reversal",

@@ -1,8 +1,8 @@
 """The shipped results of the training program are what the shipped models compute.
 
-``python -m experiments.translation`` writes the attention models (chapter 06's beside its
+``python -m experiments.translation`` writes the attention models (chapter 05's beside its
 notebook, the left-to-right encoder's in ``experiments/forward_encoder/``) and, from them,
-chapter 05's ``attention_maps.npz``. Recomputing the maps of the chapter's named examples from
+chapter 06's ``attention_maps.npz``. Recomputing the maps of the chapter's named examples from
 the models (a few seconds) catches a data file left behind by a retrained model.
 """
 
@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from attention_course.toy_translation import build_vocabularies
-from autograder import course
 from experiments.translation import (
     CHAPTER05_EXAMPLES,
     DEFAULT_OUT,
@@ -25,7 +24,7 @@ from experiments.translation import (
     saved_test_results,
 )
 
-MAPS = course.ROOT / "solutions" / "05_attention_maps" / MAPS_FILE
+MAPS = DEFAULT_OUT / MAPS_FILE
 
 
 def _unpack(shapes, flat):

@@ -110,7 +110,7 @@ def test_corpus_bleu_hand_worked():
 
 
 class _Decoder(torch.nn.Module):
-    """A stand-in decoder with the chapter 06 interface (uniform weights over real tokens)."""
+    """A stand-in decoder with the chapter 05 interface (uniform weights over real tokens)."""
 
     def __init__(self, vocab, d):
         super().__init__()

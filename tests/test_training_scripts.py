@@ -1,4 +1,4 @@
-"""The instructor's scripts around chapter 06's trainer: ``scripts/gpu_check.py`` and ``scripts/benchmark_training.py``.
+"""The instructor's scripts around chapter 05's trainer: ``scripts/gpu_check.py`` and ``scripts/benchmark_training.py``.
 
 Fast plumbing checks (well under a minute on a 2-core CPU), no timing assertions: the GPU check
 runs a tiny bounded version on the CPU and writes sane figures and JSON, refuses without CUDA unless
@@ -103,7 +103,7 @@ def test_per_sentence_loop_computes_the_batched_models_loss():
     benchmark = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(benchmark)
     from attention_course.data import PAD_ID
-    from autograder.reference.ch06_gpu_training import masked_cross_entropy
+    from autograder.reference.ch05_gpu_training import masked_cross_entropy
     from experiments.translation import CONFIGS, build_model, make_batch
 
     pairs, (src_size, tgt_size) = benchmark.sentence_pool(40, seed=3)

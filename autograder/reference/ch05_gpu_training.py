@@ -1,6 +1,6 @@
-"""Reference implementations for 06_gpu_training.
+"""Reference implementations for 05_gpu_training.
 
-GENERATED from solutions/06_gpu_training/06_gpu_training.ipynb by `python -m autograder generate`: the cells tagged
+GENERATED from solutions/05_gpu_training/05_gpu_training.ipynb by `python -m autograder generate`: the cells tagged
 "export" and every autograded-answer cell, in order, without the solution markers.
 Do not edit: edit the notebook and regenerate.
 """

@@ -1,6 +1,6 @@
-"""Reference implementations for 05_attention_maps.
+"""Reference implementations for 06_attention_maps.
 
-GENERATED from solutions/05_attention_maps/05_attention_maps.ipynb by `python -m autograder generate`: the cells tagged
+GENERATED from solutions/06_attention_maps/06_attention_maps.ipynb by `python -m autograder generate`: the cells tagged
 "export" and every autograded-answer cell, in order, without the solution markers.
 Do not edit: edit the notebook and regenerate.
 """

@@ -1,0 +1,29 @@
+"""Data files the chapters read, shipped inside the package (package data).
+
+They are results of the course's training programs, regenerable from the repository:
+
+- ``bottleneck_results.json``: chapter 02's bottleneck curve (``scripts/train_bottleneck.py``);
+- ``translation_results.json`` and ``attention_model.pt``: chapter 05's trained translation
+  models (``python -m experiments.translation --config medium``);
+- ``attention_maps.npz``: the maps chapter 06 reads (``python -m experiments.translation --export-only``).
+
+A notebook finds them with :func:`path`, wherever the package is installed::
+
+    from attention_course import assets
+    results = json.loads(assets.path("bottleneck_results.json").read_text())
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+
+def path(name: str) -> Path:
+    """The path of the shipped data file ``name`` (raises ``FileNotFoundError`` naming the known files)."""
+    folder = resources.files(__name__)
+    candidate = folder / name
+    if not candidate.is_file():
+        known = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(("_", ".")))
+        raise FileNotFoundError(f"attention_course ships no data file {name!r}; it has: {', '.join(known)}")
+    return Path(str(candidate))
