@@ -14,15 +14,14 @@ import numpy as np
 import pytest
 
 from attention_course.toy_translation import build_vocabularies
-from experiments.translation import (
+from experiments.exports import (
     CHAPTER05_EXAMPLES,
-    DEFAULT_OUT,
-    FORWARD_OUT,
     MAPS_FILE,
     greedy_maps,
     load_attention_model,
     saved_test_results,
 )
+from experiments.translation import DEFAULT_OUT, FORWARD_OUT
 
 MAPS = DEFAULT_OUT / MAPS_FILE
 
