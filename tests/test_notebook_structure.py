@@ -1,33 +1,61 @@
-"""Every instructor notebook follows the exercise contract (../shared/EXERCISES.md) and the
-cell conventions the grader relies on."""
+"""Every instructor notebook follows the course's exercise contract (solutions/EXERCISES.md)
+and the cell conventions the grader relies on; the contract agrees with the team's shared
+catalogue (../shared/EXERCISES.md) when that file is beside the repository."""
 
 from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import course
 
-CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"
+CONTRACT = course.SOLUTIONS / "EXERCISES.md"  # the course's own contract (always present)
+SHARED_CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"  # the team's catalogue (optional)
 ENTRY = re.compile(r"^- `(class )?([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)")
 
 
+def contract_sections(path: Path) -> dict[str, dict[str, list[str] | None]]:
+    """assignment -> {name -> parameter names (None for a class)} from a contract file."""
+    sections = {}
+    for match in re.finditer(r"^## (\d\d_[a-z0-9_]+)\b.*?(?=^## |\Z)", path.read_text(), re.MULTILINE | re.DOTALL):
+        entries = {}
+        for line in match.group(0).splitlines():
+            entry = ENTRY.match(line)
+            if entry:
+                is_class, name, params = entry.groups()
+                entries[name] = None if is_class else [p.split("=")[0].strip() for p in params.split(",") if p.strip()]
+        sections[match.group(1)] = entries
+    return sections
+
+
 def contract(assignment: str) -> dict[str, list[str] | None]:
-    """name -> parameter names (None for a class) from the assignment's section of the contract."""
-    if not CONTRACT.exists():
-        pytest.skip(f"the exercise contract {CONTRACT} is not beside the repository")
-    section = re.search(rf"^## {assignment}\b.*?(?=^## |\Z)", CONTRACT.read_text(), re.MULTILINE | re.DOTALL)
-    assert section, f"{assignment} is not in the exercise contract"
-    entries = {}
-    for line in section.group(0).splitlines():
-        match = ENTRY.match(line)
-        if match:
-            is_class, name, params = match.groups()
-            entries[name] = None if is_class else [p.split("=")[0].strip() for p in params.split(",") if p.strip()]
-    return entries
+    """name -> parameter names (None for a class) from the assignment's section of the course's contract."""
+    sections = contract_sections(CONTRACT)
+    assert assignment in sections, f"{assignment} has no section in {CONTRACT.relative_to(course.ROOT)}"
+    return sections[assignment]
+
+
+def test_every_assignment_of_the_contract_exists():
+    missing = sorted(set(contract_sections(CONTRACT)) - set(course.assignments()))
+    assert not missing, f"solutions/EXERCISES.md names assignments without an instructor notebook: {missing}"
+
+
+@pytest.mark.skipif(not SHARED_CONTRACT.exists(), reason="no ../shared/EXERCISES.md beside this clone")
+def test_the_contract_agrees_with_the_shared_catalogue():
+    """Every exercise of the team's catalogue is in the course's contract with the same parameters
+    (the course may add exercises)."""
+    ours, shared = contract_sections(CONTRACT), contract_sections(SHARED_CONTRACT)
+    for assignment, entries in shared.items():
+        assert assignment in ours, f"{assignment} is in ../shared/EXERCISES.md but not in solutions/EXERCISES.md"
+        for name, params in entries.items():
+            assert name in ours[assignment], f"{assignment}.{name} is missing from solutions/EXERCISES.md"
+            assert ours[assignment][name] == params, (
+                f"{assignment}.{name}: shared parameters {params}, course contract {ours[assignment][name]}"
+            )
 
 
 def _cells(assignment):
