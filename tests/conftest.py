@@ -1,5 +1,12 @@
 """Shared fixtures: each notebook is executed once per run (and cached across runs by
-autograder/execute.py), and each edition of the book is built once per run."""
+autograder/execute.py), and each edition of the book is built once per run.
+
+Test tiers (markers registered in pyproject.toml; README's second command runs them all):
+``book`` builds an edition of the book, ``browser`` drives headless Chromium, ``root`` needs
+root (sandboxes, local users), ``hub`` runs a real JupyterHub, ``slow`` executes notebooks,
+trains models or builds environments. The authors' quick loop deselects them all:
+``.venv/bin/python -m pytest -m "not (book or browser or root or hub or slow)"``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,40 @@ from autograder import book, course
 from autograder.execute import executed
 
 ASSIGNMENTS = course.assignments()
+
+
+# module -> tiers, for the modules whose every test belongs to a tier
+MODULE_TIERS = {
+    "test_book": ("book",),
+    "test_browser": ("book", "browser"),
+    "test_student_lab": ("browser", "slow"),
+    "test_hub_end_to_end": ("hub", "root", "slow"),
+    "test_grader_class": ("root", "slow"),
+    "test_grader_sandbox": ("root", "slow"),
+    "test_grader_collect": ("slow",),
+    "test_both_ways": ("slow",),
+    "test_nbgrader_end_to_end": ("slow",),
+    "test_distributed_training": ("slow",),
+    "test_training_scripts": ("slow",),
+    "test_transformer_experiment": ("slow",),
+    "test_reader": ("slow",),
+}
+# fixtures that put a test in a tier wherever it is
+FIXTURE_TIERS = {
+    "student_html": "book",
+    "instructor_html": "book",
+    "executed_reference": "slow",
+    "executed_stub": "slow",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        tiers = set(MODULE_TIERS.get(module, ()))
+        tiers.update(tier for name, tier in FIXTURE_TIERS.items() if name in getattr(item, "fixturenames", ()))
+        for tier in sorted(tiers):
+            item.add_marker(getattr(pytest.mark, tier))
 
 
 def pytest_generate_tests(metafunc):
