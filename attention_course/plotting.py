@@ -7,9 +7,12 @@ steps in weight look like equal steps in colour.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import resources
 
 import matplotlib.pyplot as plt
 import numpy as np
+
+from attention_course import assets
 
 ATTENTION_CMAP = "viridis"
 
@@ -51,3 +54,24 @@ def plot_matrices(
             ax.set_yticks(range(matrix.shape[0]), labels=list(row_labels) if index == 0 else [])
     figure.colorbar(image, ax=axes, shrink=0.8)
     return figure, axes
+
+
+def show_diagram(name: str):
+    """Show the course's schematic diagram ``name`` (e.g. ``"03_attention_unit"``) and return it.
+
+    The diagrams are SVG files shipped in ``attention_course/assets/diagrams/`` (drawn by
+    ``scripts/draw_diagrams.py``). Returns an ``IPython.display.SVG``: as the last line of a
+    cell, Jupyter displays it as the cell's result (elsewhere, pass it to ``IPython.display.display``).
+    Raises ``FileNotFoundError`` naming the known diagrams when there is no diagram ``name``.
+    """
+    from IPython.display import SVG
+
+    try:
+        svg_path = assets.path(f"diagrams/{name}.svg")
+    except FileNotFoundError:
+        folder = resources.files(assets.__name__).joinpath("diagrams")
+        known = sorted(p.name.removesuffix(".svg") for p in folder.iterdir() if p.name.endswith(".svg"))
+        raise FileNotFoundError(
+            f"attention_course has no diagram {name!r}; the known diagrams are: {', '.join(known)}"
+        ) from None
+    return SVG(filename=str(svg_path))
