@@ -103,19 +103,68 @@ def test_each_exercise_has_a_docstring_and_visible_and_hidden_tests(assignment):
                 assert "### BEGIN HIDDEN TESTS" in cell.source, f"{meta['grade_id']} has no hidden tests"
 
 
-def test_at_least_one_written_question(assignment):
-    written = [
-        c
-        for c in _cells(assignment)
+RUBRIC_LINE = re.compile(r"^- (\d+(?:\.\d+)?) points?: \S", re.MULTILINE)
+MARK_SCHEME = re.compile(r"### BEGIN MARK SCHEME\n(.*?)\n### END MARK SCHEME", re.DOTALL)
+CONVENTION = (
+    "each written question is a markdown task cell (nbgrader task: true, locked, points: 0, grade_id "
+    "'<answer id>_rubric') holding the question and, at its end, a rubric between '### BEGIN MARK SCHEME' and "
+    "'### END MARK SCHEME' made of lines '- N point(s): element' that add up to the answer's points; right after "
+    "it comes the answer cell (markdown, solution + grade) holding only the solution markers and a model answer"
+)
+
+
+def _written_answers(cells) -> list[int]:
+    return [
+        i
+        for i, c in enumerate(cells)
         if c.cell_type == "markdown"
         and c.metadata.get("nbgrader", {}).get("grade")
         and c.metadata["nbgrader"].get("solution")
     ]
-    assert written, f"{assignment} needs a manually graded written question"
-    for cell in written:
-        assert cell.source.strip().startswith("### BEGIN SOLUTION") and cell.source.strip().endswith(
-            "### END SOLUTION"
-        ), "a written answer cell must hold only the solution markers and the model answer"
+
+
+def test_one_or_two_written_questions(assignment):
+    answers = _written_answers(_cells(assignment))
+    assert 1 <= len(answers) <= 2, f"{assignment} has {len(answers)} written questions; the course asks one or two"
+
+
+def test_written_questions_have_a_rubric(assignment):
+    """Rubrics use nbgrader's own mark-scheme regions, which nbgrader accepts only in task cells:
+    stripped from the student version, restored by autograde so that formgrader shows them."""
+    cells = _cells(assignment)
+    for i in _written_answers(cells):
+        answer = cells[i]
+        meta = answer.metadata["nbgrader"]
+        source = answer.source.strip()
+        assert source.startswith("### BEGIN SOLUTION") and source.endswith("### END SOLUTION"), (
+            f"{meta['grade_id']}: the answer cell must hold only the solution markers and a model answer ({CONVENTION})"
+        )
+        question = cells[i - 1]
+        qmeta = question.metadata.get("nbgrader", {})
+        assert question.cell_type == "markdown" and qmeta.get("task"), (
+            f"{meta['grade_id']}: the cell before the answer must be the question as a task cell ({CONVENTION})"
+        )
+        rubric_id = f"{meta['grade_id']}_rubric"
+        assert qmeta.get("locked") and qmeta.get("points") == 0 and qmeta.get("grade_id") == rubric_id, (
+            f"{meta['grade_id']}: the question cell needs locked: true, points: 0, grade_id "
+            f"'{meta['grade_id']}_rubric'; got {qmeta} ({CONVENTION})"
+        )
+        scheme = MARK_SCHEME.search(question.source)
+        assert scheme, f"{meta['grade_id']}: no mark-scheme region in the question cell ({CONVENTION})"
+        total = sum(float(points) for points in RUBRIC_LINE.findall(scheme.group(1)))
+        assert total == meta["points"], (
+            f"{meta['grade_id']}: the rubric's points add up to {total:g}, the answer is worth {meta['points']:g}"
+        )
+
+
+def test_written_question_ids_are_unique_across_the_course():
+    seen = {}
+    for assignment in course.assignments():
+        cells = _cells(assignment)
+        for i in _written_answers(cells):
+            grade_id = cells[i].metadata["nbgrader"]["grade_id"]
+            assert grade_id not in seen, f"written question {grade_id!r} is in both {seen[grade_id]} and {assignment}"
+            seen[grade_id] = assignment
 
 
 PERCEPTUALLY_UNIFORM = {"viridis", "plasma", "inferno", "magma", "cividis"}
