@@ -36,7 +36,7 @@ import nbformat
 
 from autograder.grading import rpc
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
-from autograder.grading.sanitize import Template, _normalise, load_template, loaded_names, prepare
+from autograder.grading.sanitize import Template, _normalise, free_names, load_template, loaded_names, prepare
 
 AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
 INSTALL_AGENT = (
@@ -192,7 +192,7 @@ class _Grader:
     def run_test(self, step) -> CellGrade:
         test = self.template.tests[step.grade_id]
         grade = CellGrade(step.grade_id, "test", 0.0, test.points, "", hidden=test.hidden)
-        wanted = loaded_names(test.source) - (set(self.namespace) - set(self.remote_names))
+        wanted = free_names(test.source) - (set(self.namespace) - set(self.remote_names))
         printed, outputs = io.StringIO(), []
         self.sink = outputs
         step.cell.execution_count = self.execution_count = self.execution_count + 1

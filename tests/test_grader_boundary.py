@@ -1,0 +1,167 @@
+"""Correct work never loses a point to the grader's trust boundary (issue 15).
+
+These run the grader's own runner without a sandbox (``Options(unsafe=True)``: no root needed,
+the tests still run in this process and the student's code in a kernel of its own), or the call
+protocol in-process (an agent in this process, same requests and answers). Each test names the
+defect it pins down.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import gc
+import json
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder import course
+from autograder.grading import rpc, runner, sanitize
+from autograder.grading.agent import Agent
+from autograder.grading.sanitize import free_names
+
+UNSAFE = dict(unsafe=True, timeout=300, call_timeout=120)
+
+
+def loopback(namespace: dict) -> tuple[rpc.Session, Agent]:
+    agent = Agent(namespace)
+    return rpc.Session(agent.rpc), agent
+
+
+def _grade(assignment: str, nb, student="s", **options) -> runner.Result:
+    data = nbformat.writes(nb).encode() if not isinstance(nb, bytes) else nb
+    return runner.grade(student, data, assignment, runner.Options(**{**UNSAFE, **options}), slot=11)
+
+
+def _rows(result: runner.Result) -> list[tuple]:
+    return [(c.grade_id, c.score, c.reason, c.output) for c in result.cells]
+
+
+# ---- a small assignment of our own -------------------------------------------------------------------
+
+
+def _cell(source, grade_id, *, solution=False, grade=False, points=0):
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade_id": grade_id, "solution": solution, "grade": grade, "locked": not solution,
+                                 "schema_version": 3, **({"points": points} if grade else {})}  # fmt: skip
+    return cell
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """``make(tests, answer)``: an assignment ``99_toy`` whose instructor notebook defines ``f`` by
+    ``answer`` and holds these test cells; returns (reference notebook, stub notebook)."""
+
+    def make(tests: dict[str, str], answer="def f(x):\n    return x"):
+        cells = [new_markdown_cell("# Toy"), new_code_cell("import numpy as np\nimport torch"),
+                 _cell(answer, "f", solution=True)]  # fmt: skip
+        cells += [_cell(source, grade_id, grade=True, points=1) for grade_id, source in tests.items()]
+        reference = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                                       "display_name": "Python 3"}})  # fmt: skip
+        stub = nbformat.from_dict(json.loads(nbformat.writes(reference)))
+        stub.cells[2].source = "def f(x):\n    raise NotImplementedError()"
+        for name, nb in (("solutions", reference), ("chapters", stub)):
+            path = tmp_path / name / "99_toy" / "99_toy.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, path)
+        monkeypatch.setattr(course, "solution_notebook", lambda a: tmp_path / "solutions" / a / f"{a}.ipynb")
+        monkeypatch.setattr(course, "student_notebook", lambda a: tmp_path / "chapters" / a / f"{a}.ipynb")
+        sanitize.load_template.cache_clear()
+        return reference, stub
+
+    yield make
+    sanitize.load_template.cache_clear()
+
+
+# ---- 1. names a test assigns are not the student's -----------------------------------------------------
+
+
+def test_free_names_are_only_what_a_cell_reads_before_defining():
+    source = (
+        "got = f(H)\nassert got == E\n"
+        "for i in range(3):\n    x = g(i)\n    assert x\n"
+        "[y for y in Z if y > k]\n"
+        "def h(a):\n    return a + w + got\n"
+        "t += 1\nimport numpy as np\nnp.x\n(lambda q: q + r)\n"
+        "try:\n    pass\nexcept ValueError as e:\n    print(e)\n"
+    )
+    assert free_names(source) == {"f", "H", "E", "g", "Z", "k", "w", "t", "r"}
+
+
+def test_a_students_large_globals_under_the_tests_names_cost_nothing():
+    """Defect 1: exploration left large arrays under names the tests assign (got, logits, E...)."""
+    nb = nbformat.read(course.solution_notebook("03_attention_steps"), as_version=4)
+    names = ["got", "expected", "E", "alpha", "logits", "scores", "weights", "out", "a", "s", "x", "e", "w"]
+    nb.cells.insert(2, new_code_cell("import numpy as np\n" + "\n".join(f"{n} = np.ones(3_000_000)" for n in names)))
+    result = _grade("03_attention_steps", nb)
+    assert [c for c in result.cells if c.kind == "test" and c.score != c.max_score] == []
+
+
+# ---- 2. plain data crosses as data ------------------------------------------------------------------------
+
+
+STUDENT_CONTAINERS = """
+import collections, dataclasses
+Pair = collections.namedtuple("Pair", ["left", "right"])
+class MyList(list):
+    pass
+class MyTuple(tuple):
+    pass
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: list
+def containers():
+    counts = collections.defaultdict(int)
+    counts["a"] += 2
+    return {
+        "defaultdict": counts,
+        "ordered": collections.OrderedDict([("b", 1), ("a", 2)]),
+        "counter": collections.Counter("abca"),
+        "pair": Pair(1, [2.5]),
+        "mylist": MyList([1, 2]),
+        "mytuple": MyTuple((3, 4)),
+        "point": Point(1.5, [1, 2]),
+    }
+"""
+
+
+def test_containers_of_plain_data_compare_by_value():
+    namespace = {}
+    exec(STUDENT_CONTAINERS, namespace)
+    session, _ = loopback(namespace)
+    got = session.lookup({"containers"})["containers"]()
+    assert got["defaultdict"] == {"a": 2} and isinstance(got["defaultdict"], collections.defaultdict)
+    assert got["ordered"] == collections.OrderedDict([("b", 1), ("a", 2)]) and list(got["ordered"]) == ["b", "a"]
+    assert got["counter"] == collections.Counter({"a": 2, "b": 1, "c": 1}) and got["counter"].most_common(1)
+    assert got["pair"] == (1, [2.5]) and got["pair"].left == 1 and got["pair"]._fields == ("left", "right")
+    assert got["mylist"] == [1, 2] and got["mytuple"] == (3, 4)
+    assert dataclasses.is_dataclass(got["point"]) and dataclasses.asdict(got["point"]) == {"x": 1.5, "y": [1, 2]}
+    assert got["point"].x == 1.5
+    point_class = session.lookup({"Point"})["Point"]
+    assert got["point"] == point_class(1.5, [1, 2]) and got["point"] != point_class(0.0, [])
+
+
+# ---- 5. memory is released ---------------------------------------------------------------------------------
+
+
+def test_handles_and_graphs_are_released_when_the_grader_drops_them():
+    namespace = {}
+    exec("import torch\nclass Box:\n    pass\ndef f(x):\n    return (x * 2).sum()\ndef box():\n    return Box()",
+         namespace)  # fmt: skip
+    session, agent = loopback(namespace)
+    found = session.lookup({"f", "box"})
+    x = torch.ones(1000, requires_grad=True)
+    for _ in range(1000):
+        found["f"](x).backward()
+        found["box"]()
+    gc.collect()
+    session.flush()
+    assert torch.equal(x.grad, torch.full((1000,), 2000.0))
+    assert len(agent.graphs) == 0 and len(agent.objects) <= 3, (len(agent.graphs), len(agent.objects))
