@@ -255,14 +255,138 @@ def attention_unit() -> Canvas:
     return c
 
 
+def unrolled_rnn_tagger() -> Canvas:
+    """01: an RNN unrolled over time, used as a 1:1 tagger, and why translation does not fit 1:1."""
+    c = Canvas(4.1)
+    xs = [1.1, 2.05, 3.0]
+    words, tags = ["i", "love", "you"], ["PRON", "VERB", "PRON"]
+    y_word, y_x, y_h, y_soft, y_out = 0.25, 0.75, 1.7, 2.5, 3.15
+    c.title(0.1, 3.92, "(a) an RNN unrolled, as a 1:1 tagger")
+    c.text(0.1, 3.6, r"$h_t = \tanh(W_{xh}\, x_t + W_{hh}\, h_{t-1})$", ha="left", size=FONT_SIZE - 0.5)
+    h0 = c.box(0.3, y_h, 0.4, 0.4, r"$h_0$", role="plain")
+    previous = h0
+    for t, (x, word, tag) in enumerate(zip(xs, words, tags), start=1):
+        c.text(x, y_word, f"\u201c{word}\u201d", color=MUTED, size=FONT_SIZE - 1)
+        xt = c.box(x, y_x, 0.52, 0.4, rf"$x_{t}$", role="neutral")
+        ht = c.box(x, y_h, 0.52, 0.4, rf"$h_{t}$", role="encoder")
+        c.arrow(xt.top, ht.bottom)
+        c.text(x + 0.06, (y_x + y_h) / 2, r"$W_{xh}$", ha="left", size=FONT_SIZE - 1.5, color=MUTED)
+        c.arrow(previous.right, ht.left)
+        c.text((previous.right[0] + ht.left[0]) / 2, y_h + 0.06, r"$W_{hh}$", size=FONT_SIZE - 1.5, color=MUTED,
+               va="bottom")
+        soft = c.box(x, y_soft, 0.76, 0.34, "softmax", role="output", size=FONT_SIZE - 1.5)
+        c.arrow(ht.top, soft.bottom)
+        c.box(x, y_out, 0.76, 0.36, tag, role="plain", size=FONT_SIZE - 1.5)
+        c.arrow(soft.top, (x, y_out - 0.18))
+        previous = ht
+
+    # (b) translation needs a word the tagger has not read yet
+    x0 = 3.7
+    c.line([(x0 - 0.2, 0.15), (x0 - 0.2, 3.75)], color="#BBBBBB", lw=0.8)
+    c.title(x0, 3.92, "(b) translation is not 1:1")
+    c.text(x0, 3.6, "word order differs (and lengths may differ)", ha="left", size=FONT_SIZE - 0.5)
+    cols = [x0 + 0.3, x0 + 0.95, x0 + 1.6]
+    targets = ["je", "t\u2019", "aime"]
+    source_of = [0, 2, 1]  # je <- i, t' <- you, aime <- love
+    y_src, y_tgt = 0.95, 2.55
+    for t, (x, word, target) in enumerate(zip(cols, words, targets), start=1):
+        c.text(x, y_src - 0.4, f"step {t}", size=FONT_SIZE - 1.5, color=MUTED)
+        c.box(x, y_src, 0.56, 0.36, word, role="neutral", size=FONT_SIZE - 1)
+        c.box(x, y_tgt, 0.56, 0.36, target, role="decoder", size=FONT_SIZE - 1)
+    for t, i in enumerate(source_of):
+        future = i > t
+        c.line([(cols[t], y_tgt - 0.18), (cols[i], y_src + 0.18)], color=ROLES["decoder"][0] if future else MUTED,
+               lw=1.6 if future else 1.0, dashed=future)
+    c.text(x0, y_tgt + 0.36, "wanted output at steps 1, 2, 3", ha="left", size=FONT_SIZE - 1, color=MUTED)
+    c.text(x0, 0.2, "input read at steps 1, 2, 3", ha="left", size=FONT_SIZE - 1, color=MUTED)
+    note = "step 2 must emit t\u2019\n(\u201cyou\u201d), but the\ntagger reads \u201cyou\u201d\nonly at step 3"
+    c.text(cols[-1] + 0.38, (y_src + y_tgt) / 2, note, ha="left", size=FONT_SIZE - 1.5, color="#A04400",
+           va="center")
+    return c
+
+
+def encoder_decoder() -> Canvas:
+    """02: the encoder-decoder whose only link is the encoder's final state (the bottleneck)."""
+    c = Canvas(3.75)
+    enc_x = [0.75, 1.55, 2.35]
+    dec_x = [4.3, 5.05, 5.8, 6.55]
+    y_in, y_state, y_soft, y_out = 0.7, 1.8, 2.75, 3.45
+    c.frame(enc_x[0] - 0.5, y_state - 0.42, enc_x[-1] + 0.45, y_state + 0.55, role="encoder", dashed=False, lw=0.8)
+    c.text(enc_x[0] - 0.42, y_state + 0.38, "encoder", ha="left", size=FONT_SIZE - 1, weight="bold",
+           color=ROLES["encoder"][0])
+    c.frame(dec_x[0] - 0.5, y_state - 0.42, dec_x[-1] + 0.45, y_state + 0.55, role="decoder", dashed=False, lw=0.8)
+    c.text(dec_x[0] - 0.42, y_state + 0.38, "decoder", ha="left", size=FONT_SIZE - 1, weight="bold",
+           color=ROLES["decoder"][0])
+    previous = None
+    for i, (x, word) in enumerate(zip(enc_x, ["i", "love", "you"]), start=1):
+        token = c.box(x, y_in, 0.62, 0.36, word, role="neutral", size=FONT_SIZE - 1)
+        name = r"T_{\mathrm{enc}}" if i == len(enc_x) else str(i)
+        state = c.box(x, y_state, 0.62, 0.4, rf"$h_{{{name}}}$", role="encoder")
+        c.arrow(token.top, state.bottom)
+        if previous is not None:
+            c.arrow(previous.right, state.left)
+        previous = state
+    context = c.box(3.3, y_state, 0.62, 0.62, "", role="warning", lw=1.6)
+    c.text(3.3, y_state, r"$h_{T_{\mathrm{enc}}}$", size=FONT_SIZE)
+    c.arrow(previous.right, context.left, lw=1.4)
+    c.text(3.3, y_state - 0.55, "context vector:\none vector of size $d$", size=FONT_SIZE - 1.5,
+           color="#8A5A00", va="top")
+    c.text(3.3, y_state + 0.6, "the bottleneck", size=FONT_SIZE - 1, weight="bold", color="#8A5A00", va="bottom")
+    outputs = ["je", "t\u2019", "aime", "<eos>"]
+    inputs = ["<bos>", "je", "t\u2019", "aime"]
+    previous = context
+    for t, (x, given, out) in enumerate(zip(dec_x, inputs, outputs), start=1):
+        token = c.box(x, y_in, 0.62, 0.36, given, role="neutral", size=FONT_SIZE - 1.5)
+        name = r"T_{\mathrm{dec}}" if t == len(dec_x) else str(t)
+        state = c.box(x, y_state, 0.62, 0.4, rf"$s_{{{name}}}$", role="decoder")
+        c.arrow(token.top, state.bottom)
+        c.arrow(previous.right, state.left, lw=1.4 if previous is context else 1.1)
+        soft = c.box(x, y_soft, 0.68, 0.34, "softmax", role="output", size=FONT_SIZE - 1.5)
+        c.arrow(state.top, soft.bottom)
+        c.box(x, y_out, 0.62, 0.36, out, role="plain", size=FONT_SIZE - 1.5)
+        c.arrow(soft.top, (x, y_out - 0.18))
+        previous = state
+    c.text(dec_x[0] - 0.55, y_out, "output", ha="right", size=FONT_SIZE - 1, color=MUTED)
+    c.text(dec_x[0] - 0.55, y_soft, "softmax", ha="right", size=FONT_SIZE - 1, color=MUTED)
+    c.text(0.3, 3.3, "The decoder sees the source only", ha="left", size=FONT_SIZE - 0.5)
+    c.text(0.3, 3.05, "through the encoder's final state.", ha="left", size=FONT_SIZE - 0.5)
+    c.text(enc_x[1], y_in - 0.3, "input: the source sentence", size=FONT_SIZE - 1.5, color=MUTED, va="top")
+    c.text((dec_x[0] + dec_x[-1]) / 2, y_in - 0.3, "decoder input: the previous output word (<bos> first)",
+           size=FONT_SIZE - 1.5, color=MUTED, va="top")
+    return c
+
+
 # ---------------------------------------------------------------------------------------------
 # name -> drawing function, caption and alt text
 # ---------------------------------------------------------------------------------------------
 DIAGRAMS: dict[str, Callable[[], Canvas]] = {
+    "01_unrolled_rnn_tagger": unrolled_rnn_tagger,
+    "02_encoder_decoder": encoder_decoder,
     "03_attention_unit": attention_unit,
 }
 
 CAPTIONS: dict[str, tuple[str, str]] = {
+    "01_unrolled_rnn_tagger": (
+        "(a) An RNN unrolled over time: each step reads x_t and the previous state h_(t-1) (weights W_xh and "
+        "W_hh) and emits one output, so a 1:1 tagger gives one tag per input word. (b) Translation does not fit "
+        "1:1: 'i love you' -> 'je t' aime' reorders the words, so at step 2 the output t' translates 'you', "
+        "which the RNN reads only at step 3.",
+        "Diagram in two panels. Left: inputs x_1, x_2, x_3 ('i', 'love', 'you') feed states h_1, h_2, h_3 through "
+        "W_xh; each state feeds the next through W_hh, starting from h_0; above each state a softmax emits a tag "
+        "(PRON, VERB, PRON). Right: the wanted outputs je, t', aime above the inputs i, love, you; lines join "
+        "each output to the word it translates, and the line from t' (step 2) to 'you' (step 3) crosses, "
+        "highlighted.",
+    ),
+    "02_encoder_decoder": (
+        "The encoder-decoder without attention: the encoder reads the source into states h_1 .. h_T_enc, and "
+        "only its final state h_T_enc, one vector of size d, passes to the decoder (the bottleneck). The decoder "
+        "states s_1 .. s_T_dec each give a softmax over the vocabulary and emit one output word; the previous "
+        "output word is the decoder's next input.",
+        "Diagram: source words i, love, you feed an encoder of three states h_1, h_2, h_T_enc, linked left to "
+        "right. The final state, highlighted as the context vector and the bottleneck, is the only arrow into "
+        "the decoder. The decoder states s_1 to s_T_dec take <bos>, je, t', aime as inputs and each feed a "
+        "softmax that outputs je, t', aime, <eos>.",
+    ),
     "03_attention_unit": (
         "The attention unit for one decoder step t, in five steps: (1) the encoder states h_i and the decoder "
         "state s_t; (2) one score e_t,i = s_t^T h_i per encoder state; (3) a softmax over i turns the scores into "
