@@ -25,8 +25,15 @@ import nbformat
 import yaml
 
 from autograder import course
+from autograder.conventions import (
+    MARK_SCHEME_REGION,
+    SOLUTION,
+    is_demo_cell,
+    is_rubric_cell,
+    is_written_answer,
+    without_markers,
+)
 from autograder.execute import executed
-from autograder.reference_export import MARKERS as SOLUTION_MARKERS
 
 EDITIONS = ("student", "instructor")
 MATHJAX_ES5 = course.ROOT / ".venv" / "npm" / "node_modules" / "mathjax" / "es5"
@@ -75,11 +82,6 @@ def _source_file(entry: str) -> Path:
     raise FileNotFoundError(f"_toc.yml lists {entry!r}, but no {entry}.ipynb or {entry}.md exists")
 
 
-def is_demo_cell(cell) -> bool:
-    """A code cell that is neither an exercise nor a test: its output is shown to readers."""
-    return cell.cell_type == "code" and "nbgrader" not in cell.metadata
-
-
 def student_page(assignment: str) -> nbformat.NotebookNode:
     """The student notebook with the reference outputs of its demo cells."""
     student = nbformat.read(course.student_notebook(assignment), as_version=4)
@@ -99,12 +101,16 @@ def student_page(assignment: str) -> nbformat.NotebookNode:
 
 
 def instructor_page(assignment: str) -> nbformat.NotebookNode:
-    """The executed instructor notebook; model answers to written questions shown as such."""
+    """The executed instructor notebook; model answers and rubrics of written questions shown as such."""
     nb = copy.deepcopy(executed(course.solution_notebook(assignment)))
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution", False):
-            answer = "\n".join(line for line in cell.source.splitlines() if line.strip() not in SOLUTION_MARKERS)
+        if is_written_answer(cell):
+            answer = without_markers(cell.source, SOLUTION)
             cell.source = f":::{{admonition}} Model answer\n{answer.strip()}\n:::"
+        elif is_rubric_cell(cell):
+            cell.source = MARK_SCHEME_REGION.sub(
+                lambda match: f":::{{admonition}} Rubric (for the grader)\n{match.group(1).strip()}\n:::", cell.source
+            )
     return nb
 
 

@@ -12,17 +12,7 @@ from __future__ import annotations
 import nbformat
 
 from autograder import course
-
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
-
-
-def _is_answer_cell(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and meta.get("solution", False) and not meta.get("grade", False)
-
-
-def _without_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines() if line.strip() not in MARKERS)
+from autograder.conventions import is_answer_cell, is_export_cell, without_markers
 
 
 def reference_source(assignment: str) -> str:
@@ -31,10 +21,10 @@ def reference_source(assignment: str) -> str:
     nb = nbformat.read(notebook_path, as_version=4)
     parts = []
     for cell in nb.cells:
-        if cell.cell_type == "code" and "export" in cell.metadata.get("tags", []):
+        if is_export_cell(cell):
             parts.append(cell.source.strip())
-        elif _is_answer_cell(cell):
-            parts.append(_without_markers(cell.source).strip())
+        elif is_answer_cell(cell):
+            parts.append(without_markers(cell.source).strip())
     relative = notebook_path.relative_to(course.ROOT).as_posix()
     header = (
         f'"""Reference implementations for {assignment}.\n\n'

@@ -9,6 +9,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 from autograder import book, course
+from autograder.conventions import is_demo_cell
 
 EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)
 
@@ -21,7 +22,7 @@ def _image_outputs(nb) -> int:
     return sum(
         1
         for cell in nb.cells
-        if book.is_demo_cell(cell)
+        if is_demo_cell(cell)
         for output in cell.get("outputs", [])
         if any(key.startswith("image/") for key in output.get("data", {}))
     )

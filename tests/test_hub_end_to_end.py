@@ -39,12 +39,12 @@ import hub_harness as harness
 import pytest
 
 from autograder import course
+from autograder.conventions import SOLUTION, without_markers
 
 ASSIGNMENT = "03_attention_steps"
 NOTEBOOK = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
 COURSE_FOLDER = "attention-step-by-step"  # in the instructor's home (deploy/jupyterhub_config.py)
 SCREENSHOTS = course.BUILD / "screenshots" / "hub"
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 
 
@@ -129,8 +129,7 @@ def _answered(fetched: dict, solution: dict) -> dict:
         if meta.get("solution"):
             source = answers[meta["grade_id"]]
             source = "".join(source) if isinstance(source, list) else source
-            lines = [line for line in source.splitlines(keepends=True) if line.strip() not in MARKERS]
-            cell["source"] = "".join(lines).rstrip("\n")
+            cell["source"] = without_markers(source, SOLUTION).rstrip("\n")
             filled += 1
     assert filled == len(answers) > 0
     return notebook

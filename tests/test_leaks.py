@@ -17,23 +17,14 @@ import pytest
 from bs4 import BeautifulSoup
 
 from autograder import course
-
-REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS|MARK SCHEME)(.*?)### END \1", re.DOTALL)
-MIN_SECRET_LENGTH = 12
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
+from autograder.conventions import inside_and_outside, secret_lines
+from autograder.conventions import normalise as _normalise
 
 
 def _regions_and_rest(assignment: str) -> tuple[set[str], str]:
     """(lines inside marked regions, all text outside them) of one instructor notebook."""
     nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    inside, outside = set(), []
-    for cell in nb.cells:
-        for match in REGION.finditer(cell.source):
-            inside.update(_normalise(line) for line in match.group(2).splitlines())
-        outside.extend(_normalise(line) for line in REGION.sub("", cell.source).splitlines())
+    inside, outside = inside_and_outside(nb.cells)
     return inside, "\n".join(outside)
 
 
@@ -43,7 +34,7 @@ def secrets(assignment: str) -> set[str]:
     inside, _ = _regions_and_rest(assignment)
     public = "\n".join(_regions_and_rest(a)[1] for a in course.assignments())
     public += "\n" + re.sub(r"[`*]", "", public)  # prose as rendered: without its markdown marks
-    return {line for line in inside if len(line) >= MIN_SECRET_LENGTH and line not in public}
+    return secret_lines(inside, public)
 
 
 def _notebook_text(data: str) -> str:

@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from autograder import course
+from autograder.conventions import HIDDEN_TESTS, MARK_SCHEME_REGION, SOLUTION, is_answer_cell, is_written_answer
 
 CONTRACT = course.SOLUTIONS / "EXERCISES.md"  # the course's own contract (always present)
 SHARED_CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"  # the team's catalogue (optional)
@@ -65,8 +66,7 @@ def _cells(assignment):
 def _exercises(assignment) -> dict[str, ast.AST]:
     found = {}
     for cell in _cells(assignment):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+        if is_answer_cell(cell):
             for node in ast.parse(cell.source).body:
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                     found[node.name] = node
@@ -96,15 +96,14 @@ def test_each_exercise_has_a_docstring_and_visible_and_hidden_tests(assignment):
             assert meta.get("locked") and meta.get("points", 0) > 0, (
                 f"{meta['grade_id']} must be locked and worth points"
             )
-            assert ast.get_docstring(ast.parse(cell.source.split("### BEGIN HIDDEN TESTS")[0])), (
+            assert ast.get_docstring(ast.parse(cell.source.split(HIDDEN_TESTS[0])[0])), (
                 f"{meta['grade_id']} should start with a docstring saying what it checks"
             )
             if meta["grade_id"].endswith("_hidden"):
-                assert "### BEGIN HIDDEN TESTS" in cell.source, f"{meta['grade_id']} has no hidden tests"
+                assert HIDDEN_TESTS[0] in cell.source, f"{meta['grade_id']} has no hidden tests"
 
 
 RUBRIC_LINE = re.compile(r"^- (\d+(?:\.\d+)?) points?: \S", re.MULTILINE)
-MARK_SCHEME = re.compile(r"### BEGIN MARK SCHEME\n(.*?)\n### END MARK SCHEME", re.DOTALL)
 CONVENTION = (
     "each written question is a markdown task cell (nbgrader task: true, locked, points: 0, grade_id "
     "'<answer id>_rubric') holding the question and, at its end, a rubric between '### BEGIN MARK SCHEME' and "
@@ -114,13 +113,7 @@ CONVENTION = (
 
 
 def _written_answers(cells) -> list[int]:
-    return [
-        i
-        for i, c in enumerate(cells)
-        if c.cell_type == "markdown"
-        and c.metadata.get("nbgrader", {}).get("grade")
-        and c.metadata["nbgrader"].get("solution")
-    ]
+    return [i for i, c in enumerate(cells) if is_written_answer(c)]
 
 
 def test_one_or_two_written_questions(assignment):
@@ -136,7 +129,7 @@ def test_written_questions_have_a_rubric(assignment):
         answer = cells[i]
         meta = answer.metadata["nbgrader"]
         source = answer.source.strip()
-        assert source.startswith("### BEGIN SOLUTION") and source.endswith("### END SOLUTION"), (
+        assert source.startswith(SOLUTION[0]) and source.endswith(SOLUTION[1]), (
             f"{meta['grade_id']}: the answer cell must hold only the solution markers and a model answer ({CONVENTION})"
         )
         question = cells[i - 1]
@@ -149,7 +142,7 @@ def test_written_questions_have_a_rubric(assignment):
             f"{meta['grade_id']}: the question cell needs locked: true, points: 0, grade_id "
             f"'{meta['grade_id']}_rubric'; got {qmeta} ({CONVENTION})"
         )
-        scheme = MARK_SCHEME.search(question.source)
+        scheme = MARK_SCHEME_REGION.search(question.source)
         assert scheme, f"{meta['grade_id']}: no mark-scheme region in the question cell ({CONVENTION})"
         total = sum(float(points) for points in RUBRIC_LINE.findall(scheme.group(1)))
         assert total == meta["points"], (
