@@ -440,7 +440,7 @@ def variants() -> Canvas:
         ("(4) encoder-only", "QKV", "self", True,
          [r"$W_Q\, x_t$", r"$W_K\, x_i$", r"$W_V\, x_i$", r"$q_t^{\top} k_i / \sqrt{d_k}$"]),
         ("(5) PyTorch tutorial", "(original)", "tutorial", True,
-         [r"$[e_t; s_t]$", "none", r"$h_i$", r"$(W_{\mathrm{attn}}[e_t; s_t] + b)_i$"]),
+         [r"$[\mathrm{emb}(y_{t-1}); s_t]$", "none", r"$h_i$", r"$(W_{\mathrm{attn}}[\ldots] + b_{\mathrm{attn}})_i$"]),
     ]
     y_src, y_query = 1.6, 2.85
     for n, (title, subtitle, kind, _learnt, roles) in enumerate(specs):
@@ -459,8 +459,8 @@ def variants() -> Canvas:
         else:
             sources = [c.box(x, y_src, 0.36, 0.32, rf"$h_{k}$", role="encoder", size=FONT_SIZE - 1)
                        for k, x in enumerate(xs, start=1)]
-            label = r"$[e_t; s_t]$" if kind == "tutorial" else r"$s_t$"
-            query = c.box(mid, y_query, 0.62 if kind == "tutorial" else 0.5, 0.34, label, role="decoder",
+            label = r"$[\mathrm{emb}(y_{t-1}); s_t]$" if kind == "tutorial" else r"$s_t$"
+            query = c.box(mid, y_query, 1.05 if kind == "tutorial" else 0.5, 0.34, label, role="decoder",
                           size=FONT_SIZE - 1)
             c.text(mid, y_query + 0.3, "decoder", size=FONT_SIZE - 2.5, color=MUTED)
         c.text(mid, y_src - 0.3, "encoder" if kind != "self" else "one sequence", size=FONT_SIZE - 2.5,
@@ -784,10 +784,10 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "and values (V), and the score. (1) and (2) are encoder-decoder attention, the decoder state s_t asking "
         "the encoder states h_i, with a dot product or with learnt projections W_Q, W_K, W_V and the scaled "
         "score; (3) and (4) are encoder-only self-attention, one sequence x asking itself; (5), the original "
-        "PyTorch tutorial's attention, has no keys: its weights come from [e_t; s_t] alone, one per fixed slot.",
+        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_t] alone (the embedding of the previous output word and the decoder state), one per fixed slot.",
         "Diagram of five panels. In panels 1 and 2 a decoder state s_t points at encoder states h_1, h_2, h_3; "
         "in panels 3 and 4 a token x_t points at the tokens x_1, x_2, x_3 of its own sequence; in panel 5 the "
-        "vector [e_t; s_t] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
+        "vector [emb(y_(t-1)); s_t] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
         "comparing with them. Under each panel: Q, K, V and the score, for example Q = W_Q s_t, K = W_K h_i, "
         "V = W_V h_i, score q_t^T k_i / sqrt(d_k) in panel 2, and K = none in panel 5.",
     ),
