@@ -3,8 +3,9 @@ package, driven by Playwright; no browser is downloaded), served from 127.0.0.1.
 
 For every page: no console error; every math element typeset by the local MathJax; every
 image loads; no request leaves the machine; exactly one visible h1; figures have alt text or
-a caption. Also: internal links resolve, the search page finds chapter 03, the download
-button serves the student notebook. Screenshots at desktop and phone widths go to
+a caption. Also: the schematic diagrams (SVG, six or more) load with a nonzero size and
+have alt text or a caption; internal links resolve, the search page finds chapter 03, the
+download button serves the student notebook. Screenshots at desktop and phone widths go to
 ``_build/screenshots/`` for a person to look at.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 import urllib.parse
@@ -145,6 +147,69 @@ def test_page_as_a_reader_sees_it(site, browser, path):
                 assert page.locator("button.copybtn").count() > 0, f"{path}: code cells have no copy button"
         finally:
             context.close()
+
+
+DIAGRAM_ID = re.compile(r'<svg\b[^>]*\bid="diagram-([A-Za-z0-9_]+)"')
+MIN_DIAGRAMS = 6  # issue 12: "six or more diagrams load in the browser tests"
+
+
+def test_schematic_diagrams_load(site, browser):
+    """Every schematic diagram (an SVG from scripts/draw_diagrams.py, shown with show_diagram) on the
+    chapter pages loads with a nonzero size and has alt text or a caption; six or more appear in all."""
+    base, folder = site
+    found, problems = {}, []
+    for path in (p for p in _page_paths() if p.startswith("chapters/")):
+        context, page, _ = _open(browser, base + path, VIEWPORTS["desktop"])
+        try:
+            page.wait_for_load_state("networkidle")
+            images = page.evaluate(
+                """async () => {
+                    const out = [];
+                    for (const i of document.querySelectorAll('article img')) {
+                        i.scrollIntoView();
+                        await i.decode().catch(() => null);
+                        const figure = i.closest('figure');
+                        const caption = figure && figure.querySelector('figcaption');
+                        out.push({src: i.src, complete: i.complete, natural: [i.naturalWidth, i.naturalHeight],
+                                  shown: [i.getBoundingClientRect().width, i.getBoundingClientRect().height],
+                                  alt: (i.getAttribute('alt') || '').trim(),
+                                  caption: caption ? caption.textContent.trim() : ''});
+                    }
+                    for (const s of document.querySelectorAll('article svg[id^="diagram-"]')) {
+                        const r = s.getBoundingClientRect();
+                        const figure = s.closest('figure');
+                        const caption = figure && figure.querySelector('figcaption');
+                        const title = s.querySelector('title');
+                        out.push({inline: s.id.slice('diagram-'.length), complete: true, natural: [r.width, r.height],
+                                  shown: [r.width, r.height], alt: title ? title.textContent.trim() : '',
+                                  caption: caption ? caption.textContent.trim() : ''});
+                    }
+                    return out;
+                }"""
+            )
+        finally:
+            context.close()
+        for image in images:
+            name = image.get("inline")
+            if name is None:
+                parts = urllib.parse.urlsplit(image["src"])
+                local = folder / urllib.parse.unquote(parts.path).lstrip("/")
+                if local.suffix != ".svg" or not local.is_file():
+                    continue
+                match = DIAGRAM_ID.search(local.read_text(encoding="utf-8", errors="replace"))
+                if not match:
+                    continue
+                name = match.group(1)
+            found.setdefault(name, []).append(path)
+            if not (image["complete"] and min(image["natural"]) > 0 and min(image["shown"]) > 0):
+                problems.append(f"{path}: diagram {name} did not render (natural {image['natural']}, "
+                                f"shown {image['shown']})")
+            if (not image["alt"] or "_images/" in image["alt"]) and not image["caption"]:
+                problems.append(f"{path}: diagram {name} has neither alt text nor a caption")
+    assert not problems, problems
+    assert len(found) >= MIN_DIAGRAMS, (
+        f"{len(found)} schematic diagrams on the chapter pages, expected at least {MIN_DIAGRAMS}: {found}"
+    )
 
 
 def test_search_finds_chapter_03(site, browser):
