@@ -14,7 +14,7 @@ class Encoder(nn.Module):
     """Embedding + GRU over a padded batch of source sequences.
 
     Attributes: embedding (nn.Embedding, padding_idx=pad_id), rnn (nn.GRU(emb_dim, hidden_dim, batch_first=True)).
-    forward(src (B, S) long, lengths (B,) long) -> (outputs (B, S, d), final (B, d)):
+    forward(src (B, T_enc) long, lengths (B,) long) -> (outputs (B, T_enc, d), final (B, d)):
     outputs are zero at padded positions; final is the state after each sequence's last real token.
     """
 
@@ -35,7 +35,7 @@ class Decoder(nn.Module):
 
     Attributes: embedding (nn.Embedding(vocab_size, emb_dim)), rnn (nn.GRU(emb_dim, hidden_dim, batch_first=True)),
     out (nn.Linear(hidden_dim, vocab_size)).
-    forward(y_prev (B,) long, hidden (B, d)) -> (logits (B, V), hidden (B, d)), logits = out(new hidden).
+    forward(y_prev (B,) long, hidden (B, d)) -> (logits (B, n_vocab), hidden (B, d)), logits = out(new hidden).
     """
 
     def __init__(self, vocab_size, emb_dim, hidden_dim):
@@ -54,7 +54,7 @@ class Decoder(nn.Module):
 def teacher_forcing_loss(encoder, decoder, src, lengths, tgt, bos_id, pad_id):
     """Mean cross-entropy over the non-pad tokens of tgt, feeding the gold previous token at every step.
 
-    src: (B, S) long; lengths: (B,) long; tgt: (B, T) long, each row ends with EOS, no BOS, padded with pad_id.
+    src: (B, T_enc) long; lengths: (B,) long; tgt: (B, T_dec) long, each row ends with EOS, no BOS, padded with pad_id.
     The decoder starts from the encoder's final state with y_prev = bos_id. Returns a scalar tensor.
     """
     _, hidden = encoder(src, lengths)
@@ -64,14 +64,14 @@ def teacher_forcing_loss(encoder, decoder, src, lengths, tgt, bos_id, pad_id):
         logits, hidden = decoder(y_prev, hidden)
         step_logits.append(logits)
         y_prev = tgt[:, t]
-    logits = torch.stack(step_logits, dim=1)                         # (B, T, V)
+    logits = torch.stack(step_logits, dim=1)                         # (B, T_dec, n_vocab)
     return F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=pad_id)
 
 
 def greedy_decode(encoder, decoder, src, lengths, bos_id, eos_id, pad_id, max_len):
     """Greedy decoding for a batch.
 
-    src: (B, S) long; lengths: (B,) long. Returns a long tensor (B, L), L <= max_len: the argmax token at each
+    src: (B, T_enc) long; lengths: (B,) long. Returns a long tensor (B, L), L <= max_len: the argmax token at each
     step; each row ends at its first eos_id (kept) and holds pad_id after it; decoding stops early once every
     row has produced eos_id.
     """
@@ -95,7 +95,7 @@ def greedy_decode(encoder, decoder, src, lengths, bos_id, eos_id, pad_id, max_le
 def exact_match_by_length(predictions, targets, source_lengths, pad_id):
     """Exact-match accuracy per source length.
 
-    predictions: (B, L) long; targets: (B, T) long (L and T may differ), both padded with pad_id;
+    predictions: (B, L) long; targets: (B, T_dec) long (L and T_dec may differ), both padded with pad_id;
     source_lengths: (B,). Returns {source length (int): fraction (float) of its rows whose prediction
     equals the target, padding ignored}.
     """
