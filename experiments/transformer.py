@@ -1,0 +1,302 @@
+"""Train chapter 07's Transformer and an RNN with attention on the same toy English -> French data.
+
+    python -m experiments.transformer --config medium
+
+trains, one after the other and on the same batches in the same order (same seed, same number of
+updates, the same ``train_step`` of chapter 05):
+
+- ``transformer``: the encoder-decoder ``TransformerTranslator`` of chapter 07 (its reference
+  implementation, :mod:`autograder.reference.ch07_transformer`: sinusoidal positions, pre-norm
+  encoder and decoder layers);
+- ``rnn_attention``: chapter 05's attention model (bidirectional GRU encoder, GRU decoder with
+  Luong dot attention, built by :func:`experiments.translation.build_model`) at its ``medium`` sizes.
+
+Training uses only sentences of at most ``max_train_len`` source words (20 for ``medium``); the
+test split keeps every length up to 40, so the longer test sentences are longer than any sentence
+either model has seen. It then evaluates greedy translations of the test split by source length
+(exact match and BLEU, :func:`experiments.translation.evaluate`) and writes
+``attention_course/assets/transformer_results.json`` (``--out``): the configuration, the device,
+and per model the number of parameters, training time, target tokens per second, training
+curves and the length table. Chapter 07 reads that file.
+
+Times (2-core CPU, 2 threads): ``--config tiny`` a few seconds; ``--config medium`` (the shipped
+file) about 10 minutes for both models including evaluation; ``--config full`` is sized for a
+GPU (``scripts/gpu_check.py`` runs it with a time bound per model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attention_course.data import BOS_ID, EOS_ID, PAD_ID
+from autograder.reference.ch05_gpu_training import length_bucketed_batches, pick_device, train_step
+from autograder.reference.ch07_transformer import TransformerTranslator
+from experiments import translation
+
+ROOT = translation.ROOT
+DEFAULT_OUT = ROOT / "attention_course" / "assets"
+RESULTS_FILE = "transformer_results.json"
+MODELS = ("transformer", "rnn_attention")
+LABELS = {"transformer": "Transformer", "rnn_attention": "RNN with attention"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str
+    num_train: int  # sentence pairs drawn for training, before the length cap
+    num_valid: int
+    num_test: int
+    max_train_len: int  # longest source (words, without EOS) kept for training and validation
+    steps: int  # optimisation steps, the same for both models
+    batch_size: int
+    # the Transformer
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n_layers: int
+    lr_transformer: float
+    # the RNN with attention (chapter 05's model)
+    emb_dim: int
+    hidden_dim: int
+    lr_rnn: float
+    warmup: int = 200  # linear warm-up of the learning rate (both models), then linear decay to 10 %
+    seed: int = 0
+    max_seconds: float | None = None  # stop each model's training after this long (and still evaluate)
+
+
+CONFIGS = {
+    # seconds, for tests
+    "tiny": Config("tiny", 600, 50, 150, 12, 30, 32, 32, 4, 64, 1, 1e-3, 16, 32, 3e-3, warmup=5),
+    # the shipped results: about 10 minutes on a 2-core CPU
+    "medium": Config("medium", 30000, 1000, 3000, 20, 2400, 64, 96, 4, 256, 2, 1e-3, 64, 128, 3e-3),
+    # for one GPU (scripts/gpu_check.py bounds each model's time)
+    "full": Config("full", 200000, 2000, 5000, 20, 12000, 128, 256, 8, 1024, 3, 5e-4, 128, 256, 1e-3, warmup=1000),
+}
+
+
+def load_data(config: Config):
+    """The splits of :func:`experiments.translation.load_data`, with training and validation sentences
+    capped at ``config.max_train_len`` source words (the test split keeps every length).
+    Returns ``(src_vocab, tgt_vocab, splits, encoded)`` like that function."""
+    base = translation.CONFIGS["medium"]
+    data_config = dataclasses.replace(
+        base, num_train=config.num_train, num_valid=config.num_valid, num_test=config.num_test, seed=config.seed
+    )
+    src_vocab, tgt_vocab, splits, encoded = translation.load_data(data_config)
+    for name in ("train", "valid"):
+        keep = [i for i, (english, _) in enumerate(splits[name]) if len(english.split()) <= config.max_train_len]
+        splits[name] = [splits[name][i] for i in keep]
+        encoded[name] = [encoded[name][i] for i in keep]
+    encoded["vocab_sizes"] = (len(src_vocab), len(tgt_vocab))
+    return src_vocab, tgt_vocab, splits, encoded
+
+
+def build(kind: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -> torch.nn.Module:
+    """A freshly initialised ``transformer`` or ``rnn_attention`` model."""
+    if kind == "transformer":
+        return TransformerTranslator(
+            src_vocab_size, tgt_vocab_size, config.d_model, config.n_heads, config.d_ff, config.n_layers
+        )
+    rnn_config = dataclasses.replace(
+        translation.CONFIGS["medium"], emb_dim=config.emb_dim, hidden_dim=config.hidden_dim
+    )
+    return translation.build_model("attention", rnn_config, src_vocab_size, tgt_vocab_size)
+
+
+def learning_rate(config: Config, kind: str, step: int) -> float:
+    """Linear warm-up over ``config.warmup`` steps, then linear decay to 10 % of the peak at the last step."""
+    peak = config.lr_transformer if kind == "transformer" else config.lr_rnn
+    if step < config.warmup:
+        return peak * (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(config.steps - config.warmup, 1)
+    return peak * (1.0 - 0.9 * min(progress, 1.0))
+
+
+def batch_schedule(config: Config, train_lengths) -> list[list[int]]:
+    """The ``config.steps`` batches both models train on: length-bucketed epochs, reshuffled every epoch."""
+    batches, epoch = [], 0
+    while len(batches) < config.steps:
+        batches += length_bucketed_batches(train_lengths, config.batch_size, seed=config.seed + epoch)
+        epoch += 1
+    return batches[: config.steps]
+
+
+@torch.no_grad()
+def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int):
+    """Greedy decoding: encode once, then at every step run the decoder on the prefix so far and take the
+    most likely next token. Returns ``(B, L)`` long, PAD after each row's first EOS."""
+    model.eval()
+    memory, src_mask = model.encode(src, lengths)
+    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)
+        next_token = torch.where(done, torch.full_like(next_token, PAD_ID), next_token)
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+        done |= next_token == EOS_ID
+        if bool(done.all()):
+            break
+    return ys[:, 1:]
+
+
+def train(kind: str, config: Config, encoded, device, max_seconds=None, show_progress=True, log=print):
+    """Train one model on :func:`batch_schedule`'s batches; returns ``(model, history, figures)`` where
+    ``figures`` holds the timing (training seconds without validation, steps, target tokens per second)."""
+    translation.seed_everything(config.seed)
+    model = build(kind, config, *encoded["vocab_sizes"]).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate(config, kind, 0), betas=(0.9, 0.98))
+    amp_dtype = torch.bfloat16 if device.type == "cuda" else None
+    train_pairs = encoded["train"]
+    batches = batch_schedule(config, [len(s) for s, _ in train_pairs])
+    valid_batches = [
+        translation.make_batch([encoded["valid"][i] for i in b])
+        for b in length_bucketed_batches([len(s) for s, _ in encoded["valid"]], 256, shuffle=False)
+    ]
+    budget = max_seconds if max_seconds is not None else config.max_seconds
+    every = max(1, len(batches) // 8)  # validation points
+    history = {"step": [], "train_loss": [], "valid_loss": [], "seconds": []}
+    progress = translation.Progress(len(batches), LABELS[kind], enabled=show_progress)
+    losses, tokens, train_seconds, step = [], 0, 0.0, 0
+    for step, indices in enumerate(batches):
+        started = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(config, kind, step)
+        batch = translation.make_batch([train_pairs[i] for i in indices])
+        losses.append(train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
+        train_seconds += time.perf_counter() - started  # train_step ends with loss.item(): synchronised
+        tokens += int((batch["tgt_out"] != PAD_ID).sum())
+        out_of_time = budget is not None and train_seconds > budget
+        if (step + 1) % every == 0 or step == len(batches) - 1 or out_of_time:
+            history["step"].append(step + 1)
+            history["train_loss"].append(float(np.mean(losses[-every:])))
+            history["valid_loss"].append(translation.validation_loss(model, valid_batches, device))
+            history["seconds"].append(train_seconds)
+        if step % 10 == 0 or step == len(batches) - 1:
+            progress.update(step + 1, loss=float(np.mean(losses[-50:])), tok_per_s=f"{tokens / train_seconds:.0f}")
+        if out_of_time:
+            log(f"{kind}: stopped after {train_seconds:.0f} s of training (time budget), step {step + 1}")
+            break
+    progress.close()
+    figures = {
+        "steps": step + 1,
+        "train_seconds": train_seconds,
+        "target_tokens": tokens,
+        "target_tokens_per_second": tokens / train_seconds,
+        "final_train_loss": history["train_loss"][-1],
+        "final_valid_loss": history["valid_loss"][-1],
+    }
+    return model, history, figures
+
+
+def run_transformer(
+    config_name: str = "medium",
+    out: Path | None = None,
+    device=None,
+    models=MODELS,
+    max_seconds: float | None = None,
+    threads: int | None = None,
+    show_progress: bool = True,
+    log=print,
+) -> dict:
+    """Train and evaluate ``models`` with configuration ``config_name``; returns the results and, when
+    ``out`` is given, writes them to ``out/transformer_results.json``. ``max_seconds`` bounds each model's
+    training time (``scripts/gpu_check.py``); ``threads`` sets PyTorch's CPU threads."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    config = CONFIGS[config_name]
+    device = pick_device(device)
+    started = time.perf_counter()
+    src_vocab, tgt_vocab, splits, encoded = load_data(config)
+    longest = max(len(english.split()) for english, _ in splits["train"])
+    log(
+        f"data: {len(splits['train'])} training pairs of at most {config.max_train_len} source words (longest "
+        f"{longest}), {len(splits['valid'])} valid, {len(splits['test'])} test (all lengths); device {device}, "
+        f"{torch.get_num_threads()} threads ({time.perf_counter() - started:.1f} s)"
+    )
+    results = {
+        "description": "chapter 07: a Transformer and an RNN with attention trained on the same data, same updates",
+        "made_by": f"python -m experiments.transformer --config {config_name}",
+        "config": dataclasses.asdict(config),
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "threads": torch.get_num_threads(),
+        "precision": "bf16 autocast" if device.type == "cuda" else "float32",
+        "torch": torch.__version__,
+        "data": {
+            "train_pairs": len(splits["train"]),
+            "valid_pairs": len(splits["valid"]),
+            "test_pairs": len(splits["test"]),
+            "longest_train_source": longest,
+            "length_bins": [f"{low}-{high}" for low, high in translation.LENGTH_BINS],
+        },
+        "models": {},
+    }
+    for kind in models:
+        model, history, figures = train(
+            kind, config, encoded, device, max_seconds=max_seconds, show_progress=show_progress, log=log
+        )
+        t0 = time.perf_counter()
+        decode = transformer_greedy if kind == "transformer" else None
+        evaluation = translation.evaluate(model, splits["test"], encoded["test"], tgt_vocab, device, decode=decode)
+        eval_seconds = time.perf_counter() - t0
+        results["models"][kind] = {
+            "label": LABELS[kind],
+            "parameters": sum(p.numel() for p in model.parameters()),
+            **figures,
+            "eval_seconds": eval_seconds,
+            "history": history,
+            **evaluation,
+        }
+        log(
+            f"{kind}: {results['models'][kind]['parameters']} parameters, {figures['steps']} steps in "
+            f"{figures['train_seconds']:.0f} s ({figures['target_tokens_per_second']:.0f} target tokens/s), test exact "
+            f"match {evaluation['exact_match']:.3f}, BLEU {evaluation['bleu']:.1f} (evaluation {eval_seconds:.0f} s)"
+        )
+        del model
+    results["total_seconds"] = time.perf_counter() - started
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / RESULTS_FILE).write_text(json.dumps(results, indent=1) + "\n")
+        log(f"wrote {out / RESULTS_FILE}")
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.transformer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="medium")
+    parser.add_argument("--model", choices=["both", *MODELS], default="both")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: what pick_device finds)")
+    parser.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where transformer_results.json goes")
+    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
+    parser.add_argument("--max-seconds", type=float, default=None, help="stop training each model after this long")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    run_transformer(
+        args.config,
+        out=None if args.no_write else args.out,
+        device=args.device,
+        models=MODELS if args.model == "both" else (args.model,),
+        max_seconds=args.max_seconds,
+        threads=args.threads,
+        show_progress=not args.quiet,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
