@@ -32,8 +32,9 @@ from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>")
 
-# person keys: 1s 2s 3s 1p 3p  (3s and 3p also cover nouns)
-SUBJECT_PRONOUNS = {  # english -> (french, person)
+# person keys: 1s 2s 3s 1p 2p 3p  (3s and 3p also cover nouns; 2p is the formal "vous")
+PERSON_INDEX = {"1s": 0, "2s": 1, "3s": 2, "1p": 3, "2p": 4, "3p": 5}
+SUBJECT_PRONOUNS = {  # english -> (french, person); "you" may be formal and "we" may be "on" (see _Grammar)
     "i": ("je", "1s"),
     "you": ("tu", "2s"),
     "he": ("il", "3s"),
@@ -41,7 +42,7 @@ SUBJECT_PRONOUNS = {  # english -> (french, person)
     "we": ("nous", "1p"),
     "they": ("ils", "3p"),
 }
-OBJECT_PRONOUNS = {  # english -> (french, person of the referent)
+OBJECT_PRONOUNS = {  # english -> (french, person of the referent); formal "you" is "vous"
     "me": ("me", "1s"),
     "you": ("te", "2s"),
     "him": ("le", "3s"),
@@ -49,18 +50,50 @@ OBJECT_PRONOUNS = {  # english -> (french, person of the referent)
     "us": ("nous", "1p"),
     "them": ("les", "3p"),
 }
-# english base form, english 3rd singular, french forms for 1s 2s 3s 1p 3p
+FORMAL_YOU = ("vous", "2p")  # "you" in the formal register, subject and object alike
+SPOKEN_WE = ("on", "3s")  # "we" as spoken French often says it, with a third-person verb
+# a subject never has itself as object pronoun ("i love me" is not in the language)
+REFLEXIVE = {("i", "me"), ("you", "you"), ("we", "us")}
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb: its English forms (base and third person singular, each a token tuple, with a
+    particle such as "to" where English needs one), and French forms for the persons of
+    ``PERSON_INDEX`` (and the preposition French puts before a noun object, if any)."""
+
+    english: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # alternatives, chosen at random
+    french: tuple[str, str, str, str, str, str]
+    preposition: str | None = None  # "à": "talk to the dog" -> "parle au chien"; no object pronouns then
+
+
+def _forms(base: str, third: str, particle: str | None = None):
+    tail = (particle,) if particle else ()
+    return ((base, *tail), (third, *tail))
+
+
 VERBS = {
-    "love": ("loves", ("aime", "aimes", "aime", "aimons", "aiment")),
-    "see": ("sees", ("vois", "vois", "voit", "voyons", "voient")),
-    "know": ("knows", ("connais", "connais", "connaît", "connaissons", "connaissent")),
-    "watch": ("watches", ("regarde", "regardes", "regarde", "regardons", "regardent")),
-    "help": ("helps", ("aide", "aides", "aide", "aidons", "aident")),
-    "find": ("finds", ("trouve", "trouves", "trouve", "trouvons", "trouvent")),
-    "hear": ("hears", ("entends", "entends", "entend", "entendons", "entendent")),
-    "call": ("calls", ("appelle", "appelles", "appelle", "appelons", "appellent")),
+    "love": Verb((_forms("love", "loves"),), ("aime", "aimes", "aime", "aimons", "aimez", "aiment")),
+    "see": Verb((_forms("see", "sees"),), ("vois", "vois", "voit", "voyons", "voyez", "voient")),
+    "know": Verb(
+        (_forms("know", "knows"),), ("connais", "connais", "connaît", "connaissons", "connaissez", "connaissent")
+    ),
+    # two English verbs for one French one, chosen at random; "look at" -> "regarde" is two words to one
+    "watch": Verb(
+        (_forms("watch", "watches"), _forms("look", "looks", "at")),
+        ("regarde", "regardes", "regarde", "regardons", "regardez", "regardent"),
+    ),
+    "help": Verb((_forms("help", "helps"),), ("aide", "aides", "aide", "aidons", "aidez", "aident")),
+    "find": Verb((_forms("find", "finds"),), ("trouve", "trouves", "trouve", "trouvons", "trouvez", "trouvent")),
+    "hear": Verb((_forms("hear", "hears"),), ("entends", "entends", "entend", "entendons", "entendez", "entendent")),
+    "call": Verb((_forms("call", "calls"),), ("appelle", "appelles", "appelle", "appelons", "appelez", "appellent")),
+    "listen": Verb(
+        (_forms("listen", "listens", "to"),), ("écoute", "écoutes", "écoute", "écoutons", "écoutez", "écoutent")
+    ),
+    "talk": Verb(
+        (_forms("talk", "talks", "to"),), ("parle", "parles", "parle", "parlons", "parlez", "parlent"), preposition="à"
+    ),
 }
-PERSON_INDEX = {"1s": 0, "2s": 1, "3s": 2, "1p": 3, "3p": 4}
 # english singular, english plural, french singular, french plural, gender
 NOUNS = [
     ("cat", "cats", "chat", "chats", "m"),
@@ -78,6 +111,8 @@ NOUNS = [
     ("woman", "women", "femme", "femmes", "f"),
     ("table", "tables", "table", "tables", "f"),
 ]
+# French synonyms chosen at random: french singular -> (synonym singular, synonym plural, probability)
+FRENCH_SYNONYMS = {"voiture": ("auto", "autos", 0.3)}
 # adjectives before the noun in French: english -> (m sg, f sg, m pl, f pl)
 PRE_ADJECTIVES = {
     "small": ("petit", "petite", "petits", "petites"),
@@ -92,6 +127,8 @@ POST_ADJECTIVES = {
     "green": ("vert", "verte", "verts", "vertes"),
     "blue": ("bleu", "bleue", "bleus", "bleues"),
 }
+# English synonyms chosen at random (two English words for one French word)
+ENGLISH_SYNONYMS = {"small": ("little", 0.4), "big": ("large", 0.4)}
 DETERMINERS = {  # english -> (m sg, f sg, plural) ; None where the english form does not exist
     "the": ("le", "la", "les"),
     "a": ("un", "une", None),
@@ -99,7 +136,18 @@ DETERMINERS = {  # english -> (m sg, f sg, plural) ; None where the english form
 }
 CONJUNCTIONS = {"and": "et", "but": "mais"}
 ELIDE = {"je": "j'", "me": "m'", "te": "t'", "le": "l'", "la": "l'", "ne": "n'", "que": "qu'"}
+CONTRACT = {("à", "le"): "au", ("à", "les"): "aux"}  # two French words become one
 VOWELS = tuple("aeiouyéèêh")
+# how often each random choice goes the less usual way
+PROBS = {
+    "formal": 0.25,  # "you" -> "vous" (the register of the whole sentence)
+    "on": 0.3,  # "we" -> "on" + third-person verb
+    "not": 0.25,  # a clause negated with "not" -> "ne ... pas"
+    "never": 0.12,  # a clause negated with "never" -> "ne ... jamais"
+    "contract": 0.4,  # "do not" -> "don't", "does not" -> "doesn't"
+    "drop_ne": 0.2,  # spoken French drops the "ne" of "ne ... pas"
+    "drop_that": 0.3,  # "the dog that she sees" -> "the dog she sees"
+}
 
 
 @dataclass(frozen=True)
@@ -112,13 +160,23 @@ class Phrase:
 
 
 def _elide(tokens: Sequence[str]) -> list[str]:
-    """French elision: "je aime" -> "j' aime", "le arbre" -> "l' arbre", "ne aime" -> "n' aime"."""
+    """French elision and contraction: "je aime" -> "j' aime", "le arbre" -> "l' arbre", "ma auto" -> "mon auto",
+    then "à le chien" -> "au chien", "à les filles" -> "aux filles" (but "à l' ami" stays)."""
     out = list(tokens)
     for i in range(len(out) - 1):
-        if out[i] in ELIDE and out[i + 1].startswith(VOWELS):
-            # "le"/"la"/"me"/"te" elide only as articles or object pronouns, which is all they are here
-            out[i] = ELIDE[out[i]]
-    return out
+        if out[i + 1].startswith(VOWELS):
+            if out[i] in ELIDE:
+                # "le"/"la"/"me"/"te" elide only as articles or object pronouns, which is all they are here
+                out[i] = ELIDE[out[i]]
+            elif out[i] == "ma":
+                out[i] = "mon"
+    merged: list[str] = []
+    for token in out:
+        if merged and (merged[-1], token) in CONTRACT:
+            merged[-1] = CONTRACT[merged[-1], token]
+        else:
+            merged.append(token)
+    return merged
 
 
 class _Grammar:
@@ -127,13 +185,19 @@ class _Grammar:
     def __init__(self, rng: np.random.Generator, relative_prob: float = 0.35):
         self.rng = rng
         self.relative_prob = relative_prob
+        self.formal = False  # the register of the current sentence
 
     def choice(self, options):
         return options[int(self.rng.integers(len(options)))]
 
+    def chance(self, name: str) -> bool:
+        return bool(self.rng.random() < PROBS[name])
+
     def noun_phrase(self, allow_relative: bool) -> Phrase:
         eng_sg, eng_pl, fr_sg, fr_pl, gender = self.choice(NOUNS)
         plural = self.rng.random() < 0.3
+        if fr_sg in FRENCH_SYNONYMS and self.rng.random() < FRENCH_SYNONYMS[fr_sg][2]:
+            fr_sg, fr_pl = FRENCH_SYNONYMS[fr_sg][:2]
         det = self.choice(["the", "my"] if plural else ["the", "a", "my"])
         slot = (2 if plural else 0) + (1 if gender == "f" else 0)
         det_forms = DETERMINERS[det]
@@ -141,7 +205,8 @@ class _Grammar:
         english, french_pre, french_post = [det], [fr_det], []
         if self.rng.random() < 0.35:
             adj = self.choice(sorted(PRE_ADJECTIVES))
-            english.append(adj)
+            synonym, prob = ENGLISH_SYNONYMS.get(adj, (adj, 0.0))
+            english.append(synonym if self.rng.random() < prob else adj)
             french_pre.append(PRE_ADJECTIVES[adj][slot])
         if self.rng.random() < 0.45:
             adj = self.choice(sorted(POST_ADJECTIVES))
@@ -156,96 +221,154 @@ class _Grammar:
             french += rel_fr
         return Phrase(tuple(english), tuple(french), person)
 
+    def verb(self, allow_preposition: bool = True) -> tuple[str, int]:
+        """A verb and which of its English forms to use."""
+        options = [v for v in sorted(VERBS) if allow_preposition or VERBS[v].preposition is None]
+        verb = self.choice(options)
+        return verb, int(self.rng.integers(len(VERBS[verb].english)))
+
     def relative_clause(self, head_person: str) -> tuple[list[str], list[str]]:
-        verb = self.choice(sorted(VERBS))
         if self.rng.random() < 0.5:  # subject relative: "that sees the dog" -> "qui voit le chien"
+            verb, form = self.verb()
             obj = self.noun_phrase(allow_relative=False)
-            return ["that", _english_verb(verb, head_person)] + list(obj.english), [
-                "qui",
-                _french_verb(verb, head_person),
-            ] + list(obj.french)
-        subj = self.subject(allow_relative=False)  # object relative: "that she sees" -> "qu' elle voit"
-        return ["that", *subj.english, _english_verb(verb, subj.person)], [
+            english = ["that", *_english_verb(verb, head_person, form), *obj.english]
+            french = ["qui", _french_verb(verb, head_person), *_prepositional(verb, obj.french)]
+            return english, french
+        # object relative: "(that) she sees" -> "qu' elle voit"; "that" is optional in English
+        verb, form = self.verb(allow_preposition=False)
+        subj = self.subject(allow_relative=False)
+        that = [] if self.chance("drop_that") else ["that"]
+        return [*that, *subj.english, *_english_verb(verb, _english_person(subj), form)], [
             "que",
             *subj.french,
             _french_verb(verb, subj.person),
         ]
 
+    def pronoun_subject(self, english: str) -> Phrase:
+        french, person = SUBJECT_PRONOUNS[english]
+        if english == "you" and self.formal:
+            french, person = FORMAL_YOU
+        elif english == "we" and self.chance("on"):
+            french, person = SPOKEN_WE
+        return Phrase((english,), (french,), person)
+
     def subject(self, allow_relative: bool) -> Phrase:
         if self.rng.random() < 0.5:
-            eng = self.choice(sorted(SUBJECT_PRONOUNS))
-            fr, person = SUBJECT_PRONOUNS[eng]
-            return Phrase((eng,), (fr,), person)
+            return self.pronoun_subject(self.choice(sorted(SUBJECT_PRONOUNS)))
         return self.noun_phrase(allow_relative)
 
     def clause(self) -> tuple[list[str], list[str]]:
         subj = self.subject(allow_relative=True)
-        verb = self.choice(sorted(VERBS))
-        negated = self.rng.random() < 0.3
-        if self.rng.random() < 0.45:
-            # an object pronoun, never the subject's own person ("i love me" is not in the language)
-            options = [
-                p
-                for p in sorted(OBJECT_PRONOUNS)
-                if OBJECT_PRONOUNS[p][1] != subj.person or p in ("him", "her", "them")
-            ]
-            pron = self.choice(options)
-            return clause_tokens(subj, verb, negated, object_pronoun=pron)
+        verb, form = self.verb()
+        draw = self.rng.random()
+        polarity = "not" if draw < PROBS["not"] else "never" if draw < PROBS["not"] + PROBS["never"] else None
+        options = dict(
+            polarity=polarity,
+            form=form,
+            contract=self.chance("contract"),
+            drop_ne=self.chance("drop_ne"),
+            formal=self.formal,
+        )
+        if VERBS[verb].preposition is None and self.rng.random() < 0.45:
+            pronouns = [p for p in sorted(OBJECT_PRONOUNS) if (subj.english[0], p) not in REFLEXIVE]
+            return clause_tokens(subj, verb, object_pronoun=self.choice(pronouns), **options)
         obj = self.noun_phrase(allow_relative=True)
-        return clause_tokens(subj, verb, negated, object_phrase=obj)
+        return clause_tokens(subj, verb, object_phrase=obj, **options)
 
     def sentence(self, num_clauses: int) -> tuple[str, str]:
+        self.formal = self.chance("formal")
         english, french = self.clause()
         for _ in range(num_clauses - 1):
             conj = self.choice(sorted(CONJUNCTIONS))
             eng2, fr2 = self.clause()
             english += [conj, *eng2]
             french += [CONJUNCTIONS[conj], *fr2]
-        return " ".join(english), " ".join(_elide(french))
+        return " ".join(_english_article(english)), " ".join(_elide(french))
 
 
-def _english_verb(verb: str, person: str) -> str:
-    return VERBS[verb][0] if person == "3s" else verb
+def _english_article(tokens: Sequence[str]) -> list[str]:
+    """English "a" becomes "an" before a vowel: "a apple" -> "an apple"."""
+    return [
+        "an" if t == "a" and i + 1 < len(tokens) and tokens[i + 1][0] in "aeiou" else t for i, t in enumerate(tokens)
+    ]
+
+
+def _english_verb(verb: str, person: str, form: int = 0, base: bool = False) -> tuple[str, ...]:
+    """English tokens of a verb (with its particle): third person singular unless ``base``."""
+    base_form, third = VERBS[verb].english[form]
+    return third if person == "3s" and not base else base_form
 
 
 def _french_verb(verb: str, person: str) -> str:
-    return VERBS[verb][1][PERSON_INDEX[person]]
+    return VERBS[verb].french[PERSON_INDEX[person]]
 
 
-def clause_tokens(subject: Phrase, verb: str, negated: bool, object_pronoun=None, object_phrase=None):
+def _prepositional(verb: str, french_object: Sequence[str]) -> list[str]:
+    preposition = VERBS[verb].preposition
+    return [preposition, *french_object] if preposition else list(french_object)
+
+
+def clause_tokens(
+    subject: Phrase,
+    verb: str,
+    polarity: str | None = None,
+    object_pronoun: str | None = None,
+    object_phrase: Phrase | None = None,
+    *,
+    form: int = 0,
+    contract: bool = False,
+    drop_ne: bool = False,
+    formal: bool = False,
+):
     """One clause as ``(english tokens, french tokens before elision)``.
 
-    Exactly one of ``object_pronoun`` (an English object pronoun such as ``"you"``) and
-    ``object_phrase`` (a :class:`Phrase`) is given. The French object pronoun goes in front
-    of the verb, inside the negation: "je ne t' aime pas".
+    ``polarity`` is None, ``"not"`` ("does not see" / "doesn't see" with ``contract`` -> "ne voit pas") or
+    ``"never"`` ("never sees" -> "ne voit jamais"); ``drop_ne`` leaves out the "ne" as spoken French does.
+    Exactly one of ``object_pronoun`` (an English object pronoun such as ``"you"``, "vous" when ``formal``)
+    and ``object_phrase`` (a :class:`Phrase`) is given. The French object pronoun goes in front of the verb,
+    inside the negation: "je ne t' aime pas". ``form`` picks one of the verb's English forms.
     """
     if (object_pronoun is None) == (object_phrase is None):
         raise ValueError("give exactly one of object_pronoun and object_phrase")
+    if polarity not in (None, "not", "never"):
+        raise ValueError(f"polarity must be None, 'not' or 'never', got {polarity!r}")
+    if object_pronoun is not None and VERBS[verb].preposition is not None:
+        raise ValueError(f"{verb!r} takes no object pronoun in this language")
     english = list(subject.english)
-    if negated:
-        english += ["does" if subject.person == "3s" else "do", "not", verb]
+    if polarity == "not":
+        auxiliary = "does" if _english_person(subject) == "3s" else "do"
+        english += [auxiliary + "n't"] if contract else [auxiliary, "not"]
+        english += _english_verb(verb, subject.person, form, base=True)
+    elif polarity == "never":
+        english += ["never", *_english_verb(verb, _english_person(subject), form)]
     else:
-        english.append(_english_verb(verb, subject.person))
+        english += _english_verb(verb, _english_person(subject), form)
     french = list(subject.french)
-    if negated:
+    if polarity is not None and not drop_ne:
         french.append("ne")
     if object_pronoun is not None:
         english.append(object_pronoun)
-        french.append(OBJECT_PRONOUNS[object_pronoun][0])
+        french.append(FORMAL_YOU[0] if formal and object_pronoun == "you" else OBJECT_PRONOUNS[object_pronoun][0])
     french.append(_french_verb(verb, subject.person))
-    if negated:
-        french.append("pas")
+    if polarity is not None:
+        french.append("pas" if polarity == "not" else "jamais")
     if object_phrase is not None:
         english += object_phrase.english
-        french += object_phrase.french
+        french += _prepositional(verb, object_phrase.french)
     return english, french
 
 
+def _english_person(subject: Phrase) -> str:
+    """The person English conjugates for: "we" stays "we" even when French says "on"."""
+    return "1p" if subject.english == ("we",) else subject.person
+
+
 def simple_pair(subject: str, verb: str, obj: str, negated: bool = False) -> tuple[str, str]:
-    """The pair for "<subject pronoun> <verb> <object pronoun>", e.g. ``simple_pair("i", "love", "you")``
-    gives ``("i love you", "je t' aime")``."""
+    """The pair for "<subject pronoun> <verb> <object pronoun>" in the plain register (no random choice),
+    e.g. ``simple_pair("i", "love", "you")`` gives ``("i love you", "je t' aime")``."""
     fr, person = SUBJECT_PRONOUNS[subject]
-    english, french = clause_tokens(Phrase((subject,), (fr,), person), verb, negated, object_pronoun=obj)
+    phrase = Phrase((subject,), (fr,), person)
+    english, french = clause_tokens(phrase, verb, "not" if negated else None, object_pronoun=obj)
     return " ".join(english), " ".join(_elide(french))
 
 
@@ -338,13 +461,17 @@ def build_vocabularies() -> tuple[Vocabulary, Vocabulary]:
     """``(english, french)`` vocabularies of the whole language (every word the grammar can use),
     so that they do not depend on which sentences a split happens to contain."""
     english = set(SUBJECT_PRONOUNS) | set(OBJECT_PRONOUNS) | set(DETERMINERS) | set(CONJUNCTIONS)
-    english |= set(PRE_ADJECTIVES) | set(POST_ADJECTIVES) | {"that", "do", "does", "not"}
-    english |= set(VERBS) | {v[0] for v in VERBS.values()} | {n[0] for n in NOUNS} | {n[1] for n in NOUNS}
+    english |= set(PRE_ADJECTIVES) | set(POST_ADJECTIVES) | {synonym for synonym, _ in ENGLISH_SYNONYMS.values()}
+    english |= {"that", "do", "does", "not", "don't", "doesn't", "never", "an"}
+    english |= {t for v in VERBS.values() for forms in v.english for form in forms for t in form}
+    english |= {n[0] for n in NOUNS} | {n[1] for n in NOUNS}
     french = {v[0] for v in SUBJECT_PRONOUNS.values()} | {v[0] for v in OBJECT_PRONOUNS.values()}
+    french |= {FORMAL_YOU[0], SPOKEN_WE[0]}
     french |= {f for forms in DETERMINERS.values() for f in forms if f} | set(CONJUNCTIONS.values())
     french |= {f for forms in [*PRE_ADJECTIVES.values(), *POST_ADJECTIVES.values()] for f in forms}
-    french |= {f for v in VERBS.values() for f in v[1]} | {n[2] for n in NOUNS} | {n[3] for n in NOUNS}
-    french |= {"qui", "que", "ne", "pas"} | set(ELIDE.values())
+    french |= {f for v in VERBS.values() for f in v.french} | {v.preposition for v in VERBS.values() if v.preposition}
+    french |= {n[2] for n in NOUNS} | {n[3] for n in NOUNS} | {s for syn in FRENCH_SYNONYMS.values() for s in syn[:2]}
+    french |= {"qui", "que", "ne", "pas", "jamais"} | set(ELIDE.values()) | set(CONTRACT.values())
     return Vocabulary(english), Vocabulary(french)
 
 
