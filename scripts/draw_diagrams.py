@@ -455,15 +455,15 @@ def variants() -> Canvas:
             sources = [c.box(x, y_src, 0.36, 0.32, rf"$x_{k}$", role="neutral", size=FONT_SIZE - 1)
                        for k, x in enumerate(xs, start=1)]
             query = c.box(mid, y_query, 0.5, 0.34, r"$x_t$", role="neutral", size=FONT_SIZE - 1)
-            c.text(mid, y_query + 0.3, "one of the same $x$", size=FONT_SIZE - 2.5, color=MUTED)
+            c.text(mid, y_query + 0.3, "one of the same $x$", size=FONT_SIZE - 2, color=MUTED)
         else:
             sources = [c.box(x, y_src, 0.36, 0.32, rf"$h_{k}$", role="encoder", size=FONT_SIZE - 1)
                        for k, x in enumerate(xs, start=1)]
             label = r"$[\mathrm{emb}(y_{t-1}); s_t]$" if kind == "tutorial" else r"$s_t$"
             query = c.box(mid, y_query, 1.05 if kind == "tutorial" else 0.5, 0.34, label, role="decoder",
                           size=FONT_SIZE - 1)
-            c.text(mid, y_query + 0.3, "decoder", size=FONT_SIZE - 2.5, color=MUTED)
-        c.text(mid, y_src - 0.3, "encoder" if kind != "self" else "one sequence", size=FONT_SIZE - 2.5,
+            c.text(mid, y_query + 0.3, "decoder", size=FONT_SIZE - 2, color=MUTED)
+        c.text(mid, y_src - 0.3, "encoder" if kind != "self" else "one sequence", size=FONT_SIZE - 2,
                color=MUTED)
         if kind == "tutorial":
             slots = c.box(mid, 2.25, 1.0, 0.3, r"$W_{\mathrm{attn}}$: $L$ slots", role="warning", size=FONT_SIZE - 2)
@@ -532,7 +532,7 @@ def training_pipeline() -> Canvas:
         c.frame(2.75, yb - 3 * 0.185 - 0.05, 2.8 + 6 * cell + 0.1, yb + 0.07, role="plain", dashed=False, lw=0.8)
         _tokens(c, 2.85, yb, [[SRC_CELL] * n for n in lengths], cell=cell)
         c.text(2.8 + 6 * cell + 0.17, yb - 0.27, f"lengths\n{min(lengths)}\u2013{max(lengths)}", ha="left",
-               size=FONT_SIZE - 2.5, color=MUTED)
+               size=FONT_SIZE - 2, color=MUTED)
     c.arrow((4.45, 3.05), (4.75, 3.05))
 
     # (3) one bucket becomes a padded batch
@@ -540,12 +540,12 @@ def training_pipeline() -> Canvas:
     src = [[SRC_CELL] * 3 + [PAD_CELL], [SRC_CELL] * 4, [SRC_CELL] * 3 + [PAD_CELL]]
     tgt = [[TGT_CELL] * 3 + [PAD_CELL], [TGT_CELL] * 4, [TGT_CELL] * 4]
     _tokens(c, 4.95, 3.55, src, cell=cell)
-    c.text(4.95 + 2 * cell, 3.62, r"src $(B, T_{\mathrm{enc}})$", size=FONT_SIZE - 2.5, va="bottom")
+    c.text(4.95 + 2 * cell, 3.62, r"src $(B, T_{\mathrm{enc}})$", size=FONT_SIZE - 2, va="bottom")
     _tokens(c, 6.05, 3.55, tgt, cell=cell)
-    c.text(6.05 + 2 * cell, 3.62, r"tgt $(B, T_{\mathrm{dec}})$", size=FONT_SIZE - 2.5, va="bottom")
+    c.text(6.05 + 2 * cell, 3.62, r"tgt $(B, T_{\mathrm{dec}})$", size=FONT_SIZE - 2, va="bottom")
     c.cell(5.03, 2.82, cell, cell, PAD_CELL, edge="#777777", lw=0.5)
-    c.text(5.16, 2.82, "PAD: filler up to the longest", ha="left", size=FONT_SIZE - 2.5, color=MUTED)
-    c.text(4.95, 2.55, "little padding, because the\nbucket's lengths are close", ha="left", size=FONT_SIZE - 2.5,
+    c.text(5.16, 2.82, "PAD: filler up to the longest", ha="left", size=FONT_SIZE - 2, color=MUTED)
+    c.text(4.95, 2.55, "little padding, because the\nbucket's lengths are close", ha="left", size=FONT_SIZE - 2,
            color=MUTED, va="center")
 
     # down and back to the start of the second row
@@ -557,20 +557,20 @@ def training_pipeline() -> Canvas:
     true_tgt = [[TRUE_CELL] * 3 + ["#FFFFFF"], [TRUE_CELL] * 4, [TRUE_CELL] * 4]
     _tokens(c, 0.2, 1.55, true_src, cell=cell)
     c.text(0.2 + 4 * cell + 0.1, 1.32, "source padding mask\n" r"$M$ $(B, T_{\mathrm{enc}})$, for attention", ha="left",
-           size=FONT_SIZE - 2.5)
+           size=FONT_SIZE - 2)
     _tokens(c, 0.2, 0.78, true_tgt, cell=cell)
     c.text(0.2 + 4 * cell + 0.1, 0.55, "target mask\n" r"$(B, T_{\mathrm{dec}})$, for the loss", ha="left",
-           size=FONT_SIZE - 2.5)
+           size=FONT_SIZE - 2)
     c.cell(0.28, 0.14, cell, cell, TRUE_CELL, edge="#777777", lw=0.5)
-    c.text(0.4, 0.14, "True = real token", ha="left", size=FONT_SIZE - 2.5, color=MUTED)
-    c.cell(1.45, 0.14, cell, cell, "#FFFFFF", edge="#777777", lw=0.5)
-    c.text(1.57, 0.14, "False = PAD", ha="left", size=FONT_SIZE - 2.5, color=MUTED)
+    c.text(0.4, 0.14, "True = real token", ha="left", size=FONT_SIZE - 2, color=MUTED)
+    c.cell(1.62, 0.14, cell, cell, "#FFFFFF", edge="#777777", lw=0.5)
+    c.text(1.74, 0.14, "False = PAD", ha="left", size=FONT_SIZE - 2, color=MUTED)
 
     # (5) the model
     stage(2.65, y_bottom_row, 5, "model")
     model = c.box(3.55, 1.32, 1.3, 0.6, "encoder-decoder\nwith attention", role="attention", size=FONT_SIZE - 1.5)
     c.arrow((2.5, 1.32), model.left)
-    c.text(3.55, 0.82, r"logits $(B, T_{\mathrm{dec}}, n_{\mathrm{vocab}})$", size=FONT_SIZE - 2.5)
+    c.text(3.55, 0.82, r"logits $(B, T_{\mathrm{dec}}, n_{\mathrm{vocab}})$", size=FONT_SIZE - 2)
 
     # (6) the masked loss
     stage(4.8, y_bottom_row, 6, "masked cross-entropy")
@@ -578,7 +578,7 @@ def training_pipeline() -> Canvas:
     losses = [[(TGT_CELL, "")] * 3 + [("#FFFFFF", "\u00d7")], [(TGT_CELL, "")] * 4, [(TGT_CELL, "")] * 4]
     _tokens(c, 5.05, 1.55, losses, cell=cell)
     c.text(5.05 + 4 * cell + 0.1, 1.32, "loss per target token;\npads (\u00d7) ignored", ha="left",
-           size=FONT_SIZE - 2.5)
+           size=FONT_SIZE - 2)
     c.elbow([(2.05, 0.55), (4.75, 0.55), (4.75, 1.15), (5.0, 1.15)], color=MUTED, lw=0.9)
     c.text(5.05, 0.55, "loss = mean over the\nreal target tokens only", ha="left", size=FONT_SIZE - 1.5,
            weight="bold")
@@ -607,7 +607,7 @@ def reading_a_map() -> Canvas:
         for i, w in enumerate(row):
             x, y = centre(t, i)
             c.cell(x, y, size, size, matplotlib.colors.to_hex(cmap(w)), edge="white", lw=1.0,
-                   text=f"{w:.2f}", size=FONT_SIZE - 2.5, color=INK if w > 0.5 else "white")
+                   text=f"{w:.2f}", size=FONT_SIZE - 2, color=INK if w > 0.5 else "white")
         c.text(x0 - 0.08, centre(t, 0)[1], target[t], ha="right", size=FONT_SIZE - 1)
     for i, word in enumerate(source):
         c.text(centre(0, i)[0], y_top + 0.1, word, size=FONT_SIZE - 1, va="bottom")
@@ -680,7 +680,7 @@ def transformer_block() -> Canvas:
         add = c.circle(x, 0.8, 0.11, "+", role="plain", size=FONT_SIZE - 1)
         c.arrow(emb.top, add.bottom)
         px = x + positions_side * 1.05
-        pos = c.box(px, 0.8, 0.95, 0.36, "sinusoidal\npositions", role="warning", size=FONT_SIZE - 2.5)
+        pos = c.box(px, 0.8, 0.95, 0.36, "sinusoidal\npositions", role="warning", size=FONT_SIZE - 2)
         c.arrow(pos.left if positions_side > 0 else pos.right, (x + positions_side * 0.11, 0.8))
         c.line([(x, 0.91), (x, base - 0.31)], color=INK, lw=1.1)
 
@@ -713,9 +713,9 @@ def transformer_block() -> Canvas:
     cross_y = base + pitch + 0.47
     c.line([memory.right, (mid, memory.y), (mid, cross_y)], color=ROLES["encoder"][0], lw=1.4)
     c.arrow((mid, cross_y), (dec_x - width / 2, cross_y), color=ROLES["encoder"][0], lw=1.4)
-    c.text(mid - 0.08, cross_y + 0.1, "keys,\nvalues", ha="right", size=FONT_SIZE - 2.5,
+    c.text(mid - 0.08, cross_y + 0.1, "keys,\nvalues", ha="right", size=FONT_SIZE - 2,
            color=ROLES["encoder"][0], va="bottom")
-    c.text(dec_x + width / 2 + 0.48, cross_y, "queries\nfrom the\ndecoder", ha="left", size=FONT_SIZE - 2.5,
+    c.text(dec_x + width / 2 + 0.48, cross_y, "queries\nfrom the\ndecoder", ha="left", size=FONT_SIZE - 2,
            color=MUTED)
     c.text(0.12, 5.5, "pre-norm sublayers:", ha="left", size=FONT_SIZE - 1, weight="bold")
     c.text(0.12, 5.24, r"$x \leftarrow x + \mathrm{sublayer}(\mathrm{LayerNorm}(x))$", ha="left",
@@ -784,7 +784,8 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "and values (V), and the score. (1) and (2) are encoder-decoder attention, the decoder state s_t asking "
         "the encoder states h_i, with a dot product or with learnt projections W_Q, W_K, W_V and the scaled "
         "score; (3) and (4) are encoder-only self-attention, one sequence x asking itself; (5), the original "
-        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_t] alone (the embedding of the previous output word and the decoder state), one per fixed slot.",
+        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_t] alone (the "
+        "embedding of the previous output word and the decoder state), one per fixed slot.",
         "Diagram of five panels. In panels 1 and 2 a decoder state s_t points at encoder states h_1, h_2, h_3; "
         "in panels 3 and 4 a token x_t points at the tokens x_1, x_2, x_3 of its own sequence; in panel 5 the "
         "vector [emb(y_(t-1)); s_t] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
