@@ -1,8 +1,8 @@
 """The course's command line: ``python -m autograder COMMAND``.
 
 generate   write chapters/ (student notebooks) and autograder/reference/ from solutions/
-check      execute instructor and student notebooks; the reference must pass every test
-           cell and the untouched student notebook must fail every one
+check      grade instructor and student notebooks with the class grader (no sandbox): the
+           reference must pass every test cell and the untouched student notebook fail every one
 book       build the student and instructor editions of the book (warnings are errors)
 grade      grade a class's submissions in sandboxes: grades.csv, details.csv, feedback
            (see autograder/GRADING.md)
@@ -39,8 +39,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from autograder.execute import executed
-    from autograder.validate import errors_outside_tests, graded_cells
+    from autograder.validate import errors_outside_tests, grade_through_boundary
 
     failures = 0
     for assignment in _assignments(args.assignment):
@@ -48,15 +47,22 @@ def cmd_check(args) -> int:
             ("reference", course.solution_notebook(assignment), True),
             ("student stub", course.student_notebook(assignment), False),
         ):
-            nb = executed(path)
-            print(f"{assignment} ({label}):")
-            for result in graded_cells(nb):
+            print(f"{assignment} ({label}, through the grader's boundary):")
+            if not path.exists() or not course.student_notebook(assignment).exists():
+                failures += 1
+                print(f"  FAIL missing: {path.relative_to(course.ROOT)} (run generate)")
+                continue
+            graded = grade_through_boundary(path, assignment)
+            if not graded.cells or graded.status != "graded":
+                failures += 1
+                print(f"  FAIL not graded: {graded.status}")
+            for result in graded.cells:
                 ok = result.score == result.max_score if want_full else result.score == 0
                 failures += not ok
                 mark = "ok  " if ok else "FAIL"
                 print(f"  {mark} {result.grade_id:<32} {result.score:g}/{result.max_score:g} {result.reason}")
             if want_full:
-                for problem in errors_outside_tests(nb):
+                for problem in errors_outside_tests(graded):
                     failures += 1
                     print(f"  FAIL {problem}")
     print("all checks passed" if not failures else f"{failures} check(s) failed")

@@ -31,7 +31,7 @@ def _cache_key(notebook_path: Path) -> str:
     if course.ASSIGNMENT_ID.match(assignment):
         inputs.append(course.reference_module_path(assignment))
     for path in inputs:
-        digest.update(path.relative_to(course.ROOT).as_posix().encode())
+        digest.update((path.relative_to(course.ROOT) if path.is_relative_to(course.ROOT) else path).as_posix().encode())
         digest.update(path.read_bytes() if path.exists() else b"<missing>")
     return digest.hexdigest()
 

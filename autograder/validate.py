@@ -1,50 +1,94 @@
-"""Grade an executed notebook the way nbgrader's autograder does, cell by cell.
+"""Both ways, through the class grader's own boundary: the reference earns every point, the stub none.
 
-nbgrader decides a test cell's score from its outputs (``nbgrader.utils.determine_grade``:
-an error or anything on stderr is zero, otherwise full marks); this module applies that same
-rule to a notebook executed once by :mod:`autograder.execute`, so the both-ways check does
-not execute anything a second time.
+``python -m autograder check`` and ``tests/test_both_ways.py`` grade a chapter's instructor
+notebook and its untouched student notebook with the grader that grades the class
+(:func:`autograder.grading.runner.grade`), in its no-sandbox mode (no root needed): the
+student's cells run in a kernel of their own, every test cell in the grader, through the
+proxies. So a test cell that cannot cross the boundary (GRADING.md lists the patterns) fails
+here, on every machine and in CI, and not only in the root-only grader tests.
+
+Each notebook is graded once and the result kept under ``_build/graded/``, keyed by a hash of
+everything that can change it: the notebook and the files beside it, the instructor notebook
+(the template), the reference module, the student package and the grader's own sources.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
-from nbgrader.utils import determine_grade, is_grade
+import nbformat
+
+from autograder import course
+from autograder.execute import _cache_key
+
+CACHE = course.BUILD / "graded"
+TIMEOUT_S = 1800  # one notebook, everything included (chapter 05 trains a small model)
+CALL_TIMEOUT_S = 600
 
 
-@dataclass
+@dataclasses.dataclass
 class CellResult:
     grade_id: str
     score: float
     max_score: float
-    reason: str  # the error's last line, or "" when the cell passed
+    reason: str  # "passed", or the failure's first line
 
 
-def _reason(cell) -> str:
-    for output in cell.get("outputs", []):
-        if output.output_type == "error":
-            return f"{output.ename}: {output.evalue}".strip()
-        if output.output_type == "stream" and output.name == "stderr":
-            return "wrote to stderr: " + output.text.strip().splitlines()[-1][:200]
-    return ""
+@dataclasses.dataclass
+class Graded:
+    status: str
+    cells: list[CellResult]
+    notebook: str | None  # the graded notebook (nbformat JSON): the outputs of every cell
 
 
-def graded_cells(nb) -> list[CellResult]:
-    """One result per autograded test cell (code cells with ``grade: true``)."""
-    results = []
-    for cell in nb.cells:
-        if cell.cell_type == "code" and is_grade(cell) and not cell.metadata["nbgrader"].get("solution", False):
-            score, max_score = determine_grade(cell)
-            results.append(CellResult(cell.metadata["nbgrader"]["grade_id"], score, max_score, _reason(cell)))
-    return results
+def _key(notebook_path: Path, assignment: str) -> str:
+    digest = hashlib.sha256(_cache_key(notebook_path).encode())
+    grader = sorted((course.AUTOGRADER / "grading").glob("*.py"))
+    for path in (course.solution_notebook(assignment), course.student_notebook(assignment), *grader):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes() if path.exists() else b"<missing>")
+    return digest.hexdigest()
 
 
-def errors_outside_tests(nb) -> list[str]:
+def grade_through_boundary(notebook_path: Path, assignment: str) -> Graded:
+    """Grade one notebook of ``assignment`` as the class grader does (no sandbox); cached."""
+    from autograder.grading import runner
+
+    notebook_path = Path(notebook_path).resolve()
+    target = CACHE / f"{assignment}-{notebook_path.parent.parent.name}.json"
+    key = _key(notebook_path, assignment)
+    if target.exists():
+        saved = json.loads(target.read_text())
+        if saved.get("key") == key:
+            return Graded(saved["status"], [CellResult(**c) for c in saved["cells"]], saved["notebook"])
+    workdir = Path(tempfile.mkdtemp(prefix="ag-check-", dir="/tmp"))  # short: it holds the kernel's sockets
+    try:
+        options = runner.Options(unsafe=True, timeout=TIMEOUT_S, call_timeout=CALL_TIMEOUT_S, workdir=workdir)
+        result = runner.grade("check", notebook_path.read_bytes(), assignment, options, slot=0)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    cells = [CellResult(c.grade_id, c.score, c.max_score, c.reason) for c in result.cells if c.kind == "test"]
+    graded = Graded(result.status, cells, result.notebook)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".{os.getpid()}.partial")
+    partial.write_text(json.dumps({"key": key, **dataclasses.asdict(graded)}))
+    partial.replace(target)  # atomic: a concurrent run reads the old file or the new one
+    return graded
+
+
+def errors_outside_tests(graded: Graded) -> list[str]:
     """Errors raised by cells that are not test cells (prose demos, figures, exercises)."""
+    if graded.notebook is None:
+        return [f"the notebook was not graded: {graded.status}"]
     problems = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or is_grade(cell):
+    for index, cell in enumerate(nbformat.reads(graded.notebook, as_version=4).cells):
+        if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("grade"):
             continue
         for output in cell.get("outputs", []):
             if output.output_type == "error":

@@ -90,17 +90,32 @@ def attention_scores(s_t, H):
 '''
 
 SNOOP = """
-import os
-found = []
-for path in ["/work/main/solutions/03_attention_steps/03_attention_steps.ipynb",
-             "/work/main/autograder/reference/ch03_attention_steps.py",
-             "/work/main/autograder/work/gradebook.db", "/work/main/chapters", "/work/shared"]:
-    try:
-        print("READ", path, open(path).read()[:100])
-    except Exception as exc:
-        print("blocked", path, type(exc).__name__)
-for path in ["/work/main/autograder/work/pwned", "/work/main/pwned", "/etc/pwned", "/usr/pwned",
-             "/work/main/.venv/pwned", "/root/pwned"]:
+import importlib.util, os, sys
+# find the course as a student's code would: where the course package, the interpreter and the
+# import path say it is, and what the environment names
+roots = {os.path.dirname(sys.prefix), os.getcwd()}
+spec = importlib.util.find_spec("attention_course")
+if spec and spec.submodule_search_locations:
+    roots |= {os.path.dirname(os.path.realpath(p)) for p in spec.submodule_search_locations}
+roots |= {os.path.dirname(os.path.realpath(p)) for p in sys.path if p}
+roots |= {v for k, v in os.environ.items() if k in ("PYTHONPATH", "VIRTUAL_ENV", "PWD", "HOME") and v}
+print("roots", sorted(roots))
+for root in sorted(roots):
+    for rel in ["solutions/03_attention_steps/03_attention_steps.ipynb", "autograder/reference/ch03_attention_steps.py",
+                "autograder/work/gradebook.db", "chapters"]:
+        path = os.path.join(root, rel)
+        try:
+            print("READ", path, open(path).read()[:100])
+        except Exception as exc:
+            print("blocked", path, type(exc).__name__)
+    for rel in ["autograder/work/pwned", "pwned", ".venv/pwned"]:
+        path = os.path.join(root, rel)
+        try:
+            open(path, "w").write("pwned")
+            print("WROTE", path)
+        except Exception as exc:
+            print("blocked", path, type(exc).__name__)
+for path in ["/etc/pwned", "/usr/pwned", "/root/pwned"]:
     try:
         open(path, "w").write("pwned")
         print("WROTE", path)

@@ -1,31 +1,42 @@
-"""Both ways: the reference earns every point of every test cell; the untouched stub earns none.
+"""Both ways, through the class grader's boundary: the reference earns every point of every test
+cell; the untouched stub earns none, each test failing with the stub's NotImplementedError.
 
-Scores come from ``nbgrader.utils.determine_grade`` (the rule nbgrader's Validator and
-autograder apply) on notebooks executed once per run.
+Each notebook is graded once by the grader's own runner in its no-sandbox mode
+(autograder/validate.py, cached under _build/graded/), exactly as ``python -m autograder check``
+does: the tests run in the grader, the student's code in a kernel of its own, so a test cell that
+cannot cross the boundary fails here, on every machine.
 """
 
 from __future__ import annotations
 
-from autograder.validate import errors_outside_tests, graded_cells
+import functools
+
+from autograder import course
+from autograder.validate import errors_outside_tests, grade_through_boundary
 
 
-def test_reference_passes_every_test_cell(assignment, executed_reference):
-    nb = executed_reference(assignment)
-    results = graded_cells(nb)
-    assert results, f"{assignment} has no graded test cells"
-    failed = [f"{r.grade_id}: {r.reason}" for r in results if r.score != r.max_score]
-    assert not failed, f"the reference solution of {assignment} fails: {failed}"
+@functools.cache
+def _graded(assignment: str, which: str):
+    path = course.solution_notebook(assignment) if which == "reference" else course.student_notebook(assignment)
+    return grade_through_boundary(path, assignment)
 
 
-def test_reference_runs_without_errors(assignment, executed_reference):
-    problems = errors_outside_tests(executed_reference(assignment))
+def test_reference_passes_every_test_cell(assignment):
+    graded = _graded(assignment, "reference")
+    assert graded.status == "graded" and graded.cells, f"{assignment} was not graded: {graded.status}"
+    failed = [f"{r.grade_id}: {r.reason}" for r in graded.cells if r.score != r.max_score]
+    assert not failed, f"the reference solution of {assignment} fails through the grader: {failed}"
+
+
+def test_reference_runs_without_errors(assignment):
+    problems = errors_outside_tests(_graded(assignment, "reference"))
     assert not problems, f"cells of solutions/{assignment} raise: {problems}"
 
 
-def test_stub_fails_every_test_cell(assignment, executed_stub):
-    results = graded_cells(executed_stub(assignment))
-    assert results, f"chapters/{assignment} has no graded test cells"
-    passed = [r.grade_id for r in results if r.score != 0]
+def test_stub_fails_every_test_cell(assignment):
+    graded = _graded(assignment, "stub")
+    assert graded.status == "graded" and graded.cells, f"chapters/{assignment} was not graded: {graded.status}"
+    passed = [r.grade_id for r in graded.cells if r.score != 0]
     assert not passed, f"the untouched student notebook of {assignment} earns points in {passed}"
-    not_loud = [r.grade_id for r in results if "NotImplementedError" not in r.reason]
+    not_loud = [f"{r.grade_id}: {r.reason}" for r in graded.cells if "NotImplementedError" not in r.reason]
     assert not not_loud, f"these cells should fail with the stub's NotImplementedError: {not_loud}"

@@ -12,21 +12,21 @@ import collections
 import dataclasses
 import gc
 import json
-import warnings
 from pathlib import Path
 
 import nbformat
-import numpy as np
 import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import course
-from autograder.grading import rpc, runner, sanitize
+from autograder import course, validate
+from autograder.grading import rpc, runner, sanitize, state
 from autograder.grading.agent import Agent
+from autograder.grading.sandbox import Sandbox
 from autograder.grading.sanitize import free_names
 
 UNSAFE = dict(unsafe=True, timeout=300, call_timeout=120)
+state.baseline()  # this process's state before any test below patches anything
 
 
 def loopback(namespace: dict) -> tuple[rpc.Session, Agent]:
@@ -148,6 +148,61 @@ def test_containers_of_plain_data_compare_by_value():
     assert got["point"] == point_class(1.5, [1, 2]) and got["point"] != point_class(0.0, [])
 
 
+# ---- 3. CPU and GPU graders agree ------------------------------------------------------------------------
+
+
+def test_a_grader_that_sees_cuda_grades_like_one_that_does_not(monkeypatch):
+    """Defect 3: the grader's torch claims a GPU (as torch's own functions would on a CUDA machine); the
+    sandbox has none. Chapter 05's device tests must still give the reference full marks, the stub 0."""
+
+    def is_available():
+        return True
+
+    def device_count():
+        return 1
+
+    for function in (is_available, device_count):
+        function.__module__ = "torch.cuda"  # indistinguishable from torch's own
+    monkeypatch.setattr(torch.cuda, "is_available", is_available)
+    monkeypatch.setattr(torch.cuda, "device_count", device_count)
+    reference = _grade("05_gpu_training", nbformat.read(course.solution_notebook("05_gpu_training"), as_version=4))
+    lost = [(c.grade_id, c.reason) for c in reference.cells if c.kind == "test" and c.score != c.max_score]
+    assert not lost, lost
+    stub = _grade("05_gpu_training", nbformat.read(course.student_notebook("05_gpu_training"), as_version=4))
+    assert [c.grade_id for c in stub.cells if c.score] == []
+
+
+# ---- 4. each submission starts from the same grader state ----------------------------------------------------
+
+POLLUTES = """
+import random, warnings, matplotlib
+torch.set_default_dtype(torch.float64)
+torch.manual_seed(1); np.random.seed(1); random.seed(1)
+warnings.filters.insert(0, ("error", None, Warning, None, 0))
+matplotlib.rcParams["lines.linewidth"] = 9.0
+np.testing.assert_allclose = lambda *args, **kwargs: None
+torch.Tensor.tolist = lambda self: "patched"
+assert f(1) == 1  # the stub raises here: nothing below runs
+torch.set_default_dtype(torch.float32)
+"""
+OBSERVES = """
+import random, warnings, matplotlib
+print(torch.get_default_dtype(), torch.rand(1).item(), np.random.rand(), random.random(), len(warnings.filters),
+      matplotlib.rcParams["lines.linewidth"], np.testing.assert_allclose.__name__, torch.ones(1).tolist())
+assert f(2) == 2
+"""
+
+
+def test_the_same_submissions_in_two_orders_get_the_same_rows(toy):
+    """Defect 4: a test cell that fails half-way leaves global state behind in the (reused) grader process."""
+    reference, stub = toy({"observes": OBSERVES, "pollutes": POLLUTES})
+    first = [_rows(_grade("99_toy", nb, who)) for who, nb in (("stub", stub), ("reference", reference))]
+    second = [_rows(_grade("99_toy", nb, who)) for who, nb in (("reference", reference), ("stub", stub))]
+    assert first == second[::-1]
+    seen = first[1][0][3]  # what the reference's first test saw, after the stub had been graded
+    assert seen.startswith("torch.float32") and "9.0" not in seen and "patched" not in seen, seen
+
+
 # ---- 5. memory is released ---------------------------------------------------------------------------------
 
 
@@ -165,3 +220,63 @@ def test_handles_and_graphs_are_released_when_the_grader_drops_them():
     session.flush()
     assert torch.equal(x.grad, torch.full((1000,), 2000.0))
     assert len(agent.graphs) == 0 and len(agent.objects) <= 3, (len(agent.graphs), len(agent.objects))
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_thousand_calls_with_gradients_keep_the_kernels_memory_flat(tmp_path):
+    """Defect 5, measured: 1000 calls whose results carry a graph (400 KB of input each) in one test cell."""
+    with Sandbox(tmp_path, slot=12, unsafe=True) as sandbox:
+        deadline = __import__("time").monotonic() + 300
+        sandbox.start(deadline)
+        assert sandbox.run(runner.INSTALL_AGENT, deadline, 60, silent=True).reply["status"] == "ok"
+        sandbox.run("import torch\ndef f(x):\n    return (x * 2).sum()", deadline, 60)
+
+        def transport(text):
+            answer, _ = sandbox.call({"request": text}, deadline, 60)
+            return answer["autograder"]
+
+        session = rpc.Session(transport)
+        f = session.lookup({"f"})["f"]
+        x = torch.ones(100_000, requires_grad=True)
+        for _ in range(50):
+            f(x).backward()
+        before = _rss_mb(sandbox.proc.pid)
+        for _ in range(1000):
+            f(x).backward()
+        session.flush()
+        after = _rss_mb(sandbox.proc.pid)
+        print(f"kernel RSS: {before:.0f} MB after 50 calls, {after:.0f} MB after 1050")
+        assert after - before < 40, (before, after)
+        assert torch.equal(x.grad, torch.full((100_000,), 2.0 * 1050))
+
+
+# ---- 6. the authoring loop goes through the boundary ---------------------------------------------------------
+
+CANNOT_CROSS = """
+class Probe:
+    def __init__(self):
+        self.seen = []
+    def __call__(self, x):
+        self.seen.append(x)
+        return x
+probe = Probe()
+assert f(probe) is probe or True
+assert probe.seen == [], "the student's code is handed an object with behaviour that lives only in the grader"
+f(probe)(3)
+assert probe.seen == [3]
+"""
+
+
+def test_check_grades_through_the_boundary(toy, tmp_path, monkeypatch):
+    """Defect 6: a test cell that hands the student's code an object of its own (a probe) passes when one
+    kernel runs everything (nbclient), and fails through the grader's boundary, which check now uses."""
+    reference, _ = toy({"probe": CANNOT_CROSS})
+    monkeypatch.setattr(validate, "CACHE", tmp_path / "cache")
+    graded = validate.grade_through_boundary(course.solution_notebook("99_toy"), "99_toy")
+    assert graded.status == "graded" and [c.score for c in graded.cells] == [0.0], graded.cells

@@ -1,4 +1,4 @@
-"""The call protocol between the trusted tests and the student's kernel (autograder/grading/rpc.py).
+"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, agent.py).
 
 The agent that normally runs in the sandboxed kernel runs here in-process (same requests,
 same JSON answers), so these tests need neither root nor a kernel: they pin down the strict
@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.grading import rpc
+from autograder.grading import codec, devices, protocol, rpc
 from autograder.grading.agent import Agent
 
 
@@ -27,7 +27,7 @@ def loopback(namespace: dict) -> rpc.Session:
 
 def roundtrip(value):
     agent = Agent({})
-    return rpc.decode(json.loads(json.dumps(agent.encode(value))), rpc.Session(agent.rpc))
+    return codec.decode(json.loads(json.dumps(agent.encode(value))), rpc.Session(agent.rpc))
 
 
 @pytest.mark.parametrize(
@@ -77,18 +77,18 @@ def test_arrays_and_tensors_cross_with_dtype_shape_and_grad():
     ],
 )
 def test_the_decoder_rejects_anything_but_plain_data(bad):
-    with pytest.raises(rpc.ProtocolError):
-        rpc.decode(bad)
+    with pytest.raises(codec.ProtocolError):
+        codec.decode(bad)
 
 
 def test_the_decoder_bounds_depth_and_size():
     deep = 1
     for _ in range(200):
         deep = ["L", [deep]]
-    with pytest.raises(rpc.ProtocolError):
-        rpc.decode(deep)
-    with pytest.raises(rpc.ProtocolError):
-        rpc.decode(["L", [1] * (rpc.MAX_NODES + 1)])
+    with pytest.raises(codec.ProtocolError):
+        codec.decode(deep)
+    with pytest.raises(codec.ProtocolError):
+        codec.decode(["L", [1] * (codec.MAX_NODES + 1)])
 
 
 def test_calls_return_data_and_errors_keep_their_builtin_class():
@@ -254,14 +254,14 @@ def test_devices_a_test_simulates_are_what_the_students_code_sees(monkeypatch):
     )
     real = torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available
     seen = loopback(namespace).lookup({"seen"})["seen"]
-    assert rpc.simulated_devices() is None
+    assert devices.simulated_devices() is None
     assert seen() == (real[0](), real[1](), real[2]())
     with monkeypatch.context() as patch:
         patch.setattr(torch.cuda, "is_available", lambda: True)
         patch.setattr(torch.cuda, "device_count", lambda: 2)
-        assert rpc.simulated_devices() == {"cuda.is_available": True, "cuda.device_count": 2}
+        assert devices.simulated_devices() == {"cuda.is_available": True, "cuda.device_count": 2}
         patch.setattr(torch.backends.mps, "is_available", lambda: True)
-        assert set(rpc.simulated_devices()) == set(rpc.DEVICE_QUERIES)
+        assert set(devices.simulated_devices()) == set(protocol.DEVICE_QUERIES)
     # The agent runs in this process here, so let only the request carry the simulation: torch stays untouched.
     monkeypatch.setattr(
         rpc,

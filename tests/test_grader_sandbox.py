@@ -64,7 +64,7 @@ def test_the_repository_is_not_there(sandbox):
     secret = course.solution_notebook("03_attention_steps")
     report = run(sandbox, f"""
 import os
-for path in [{str(secret)!r}, {str(course.REFERENCE)!r}, {str(course.ROOT / 'autograder')!r}, '/work/shared',
+for path in [{str(secret)!r}, {str(course.REFERENCE)!r}, {str(course.ROOT / 'autograder')!r},
              {str(course.ROOT / '_build')!r}, '/root/.ssh', '/home']:
     print(path, os.path.exists(path))
 print(sorted(os.listdir({str(course.ROOT)!r})))

@@ -1,30 +1,22 @@
-"""The grader's agent INSIDE the student's kernel (sent there as source; see rpc.py).
+"""The grader's agent INSIDE the student's kernel (sent there as source, with protocol.py).
 
-The trusted tests run in the grader. When a test calls a function the student wrote, the
-grader sends a request to this agent, which runs the call in the student's kernel and
-answers with the result encoded as plain data (numbers, strings, containers, raw array
-bytes) or, for anything else (a module the student built, a bound method), as a numbered
-handle that later requests can name. The student's code can replace or break this agent:
-that is fine, because nothing it answers is trusted. The grader decodes every answer with
-a strict decoder and does every comparison itself.
+When a test, running in the grader, calls a function the student wrote, the grader sends a
+request over a Jupyter comm; the agent runs it against the student's namespace and answers
+with the result encoded as plain data (numbers, strings, containers, raw array bytes) or, for
+anything else (a module the student built, a bound method), as a numbered handle that later
+requests can name. The student's code can replace or break this agent: nothing it answers is
+trusted (codec.py decodes every answer strictly; every comparison happens in the grader).
 
-Requests come in as a pickle made by the grader (unpickling here only endangers this
-process, which is the student's anyway). Tensors and arrays travel as raw bytes; after a
-call the agent reports which of them the student's code modified in place (their values, and
-the ``.grad`` of leaf tensors, which travels with them), so that the grader can mirror the
-change on its own copies (tests check that inputs are left alone; an optimiser step updates
-the test's model). The global random states of torch, numpy and ``random`` travel with every
-call in both directions, so seeding in a test affects the student's code as it would in one
-process; so does the answer a test simulated for torch's device queries (``simulated_devices``
-in rpc.py), for the length of the call.
-
-Only the standard library is imported eagerly; numpy and torch are used when the student's
-kernel has them loaded.
+A request is a pickle made by the grader (unpickling here only endangers this process, which
+is the student's anyway). After a call the agent reports the arguments the student's code
+changed in place (values, and the ``.grad`` of leaf tensors), keeps the autograd graph of a
+result that needs one (until the grader says it dropped it), and returns the random states if
+the call moved them. The handles and graphs the grader no longer holds are listed in the next
+request's ``release`` and dropped here.
 """
 
 import base64
 import contextlib
-import hashlib
 import io
 import json
 import math
@@ -33,35 +25,11 @@ import sys
 import traceback
 import warnings
 
+if "protocol" not in globals():  # imported in the grader; in the kernel the runner provides it
+    from autograder.grading import protocol
+
 MAX_STRING = 1 << 20
 MAX_DEPTH = 40
-
-
-def _b64(raw):
-    return base64.b64encode(raw).decode("ascii")
-
-
-def rng_states(keys=("torch", "numpy", "random")):
-    """The global random states of torch, numpy and ``random`` (those imported), as JSON-able text.
-
-    The grader imports this same function (rpc.rng_states), so both sides use one format."""
-    states = {}
-    torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
-    if "torch" in keys and torch is not None:
-        states["torch"] = _b64(torch.get_rng_state().numpy().tobytes())
-    if "numpy" in keys and np is not None:
-        name, state, pos, has_gauss, gauss = np.random.get_state()
-        states["numpy"] = [_b64(np.asarray(state, dtype="<u4").tobytes()), int(pos), int(has_gauss), float(gauss)]
-    if "random" in keys and "random" in sys.modules:
-        import array
-
-        version, internal, gauss = sys.modules["random"].getstate()
-        states["random"] = [_b64(array.array("I", internal[:-1]).tobytes()), internal[-1], gauss]
-    return states
-
-
-def _type_name(cls):
-    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}"
 
 
 class _Unpickler(pickle.Unpickler):
@@ -109,38 +77,21 @@ def _tensor_from_bytes(np, torch, dtype, shape, raw):
     return torch.from_numpy(np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy())
 
 
-def _tensor_bytes(tensor):
-    import torch
+def _plain_dataclass(cls) -> bool:
+    """A dataclass of plain data: every function of its classes was written by ``dataclasses``."""
+    if not isinstance(getattr(cls, "__dataclass_fields__", None), dict) or not hasattr(cls, "__dataclass_params__"):
+        return False
+    import dataclasses
 
-    t = tensor.detach().cpu().resolve_conj().resolve_neg().contiguous()
-    if t.dtype == torch.bfloat16:
-        return "bfloat16", t.view(torch.int16).numpy().tobytes()
-    return str(t.dtype).replace("torch.", ""), t.numpy().tobytes()
-
-
-# torch's device queries a test may simulate (rpc.simulated_devices), as paths below the torch module
-DEVICE_QUERIES = ("cuda.is_available", "cuda.device_count", "backends.mps.is_available")
-
-
-def device_query(torch, name):
-    """``(owner, attribute)`` of one of ``DEVICE_QUERIES``, e.g. ``(torch.cuda, "is_available")``."""
-    owner_path, _, attribute = name.rpartition(".")
-    owner = torch
-    for part in owner_path.split("."):
-        owner = getattr(owner, part)
-    return owner, attribute
-
-
-def _tensors(value, depth=0):
-    """The tensors in a result (inside tuples, lists and dict values), in a fixed order."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return [value]
-    if depth < 10 and isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item, depth + 1)]
-    if depth < 10 and isinstance(value, dict):
-        return [t for item in value.values() for t in _tensors(item, depth + 1)]
-    return []
+    generated = ("<string>", dataclasses.__file__)
+    for klass in cls.__mro__[:-1]:
+        for value in vars(klass).values():
+            if isinstance(value, (property, classmethod, staticmethod)):
+                return False
+            code = getattr(value, "__code__", None)
+            if callable(value) and not isinstance(value, type) and getattr(code, "co_filename", "") not in generated:
+                return False
+    return True
 
 
 class Agent:
@@ -160,6 +111,7 @@ class Agent:
         try:
             unpickler = _Unpickler(base64.b64decode(request_b64), self)
             request = unpickler.load()
+            self._release(request.get("release"))
             op, args = request["op"], request["args"]
             known = request.get("rng_known")
             with warnings.catch_warnings(record=True) as caught:
@@ -171,7 +123,7 @@ class Agent:
                 finally:
                     if known:  # the random states, if they are not what the grader believes
                         rng = self._get_rng(known[0])
-                        if hashlib.sha1(json.dumps(rng, sort_keys=True).encode()).hexdigest() != known[1]:
+                        if protocol.rng_fingerprint(rng) != known[1]:
                             rng_changed = rng
             answer = {"ok": True, "value": self.encode(value, data=(op == "materialize"))}
             answer["mutated"] = self._mutated(unpickler)
@@ -185,10 +137,21 @@ class Agent:
         if rng_changed is not None:
             answer["rng"] = rng_changed
         answer["warnings"] = [
-            [[_type_name(c) for c in w.category.__mro__], str(w.message)[:2000], str(w.filename), int(w.lineno or 0)]
+            [[protocol.type_name(c) for c in w.category.__mro__], str(w.message)[:2000], str(w.filename),
+             int(w.lineno or 0)]
             for w in caught[:50]
-        ]
+        ]  # fmt: skip
         return json.dumps(answer)
+
+    def _release(self, released):
+        """Drop the handles and kept graphs the grader no longer holds."""
+        handles, graphs = released or ((), ())
+        for number in handles:
+            obj = self.objects.pop(number, None)
+            if obj is not None and self.handles.get(id(obj)) == number:
+                del self.handles[id(obj)]
+        for number in graphs:
+            self.graphs.pop(number, None)
 
     def open(self, comm, message):
         """The comm target: every message on the grader's comm is a request; answer on it."""
@@ -201,15 +164,15 @@ class Agent:
     def _error(self, exc):
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         # drop the agent's own frames: the student sees their code, not the machinery
-        kept = [line for line in lines if "autograder-agent" not in line]
-        return {"mro": [_type_name(c) for c in type(exc).__mro__], "message": str(exc)[:4000],
+        kept = [line for line in lines if '"autograder-' not in line]
+        return {"mro": [protocol.type_name(c) for c in type(exc).__mro__], "message": str(exc)[:4000],
                 "traceback": "".join(kept)[-8000:]}  # fmt: skip
 
     def _mutated(self, unpickler):
         changed = []
         for number, (value, raw, _) in unpickler.sent.items():
             try:
-                now = _tensor_bytes(value)[1] if type(value).__module__.startswith("torch") else value.tobytes()
+                now = protocol.tensor_bytes(value)[1] if type(value).__module__.startswith("torch") else value.tobytes()
             except Exception:
                 continue
             if now != raw:
@@ -224,7 +187,7 @@ class Agent:
                 if not (getattr(value, "is_leaf", False) and value.requires_grad):
                     continue
                 grad = value.grad
-                now = _tensor_bytes(grad)[1] if grad is not None else None
+                now = protocol.tensor_bytes(grad)[1] if grad is not None else None
             except Exception:
                 continue
             if now != grad_sent:
@@ -238,7 +201,7 @@ class Agent:
         torch = sys.modules.get("torch")
         if torch is None:
             return None
-        outputs = [t for t in _tensors(value) if t.requires_grad]
+        outputs = [t for t in protocol.tensors(value) if t.requires_grad]
         if not outputs:
             return None
         inputs = [(n, v) for n, (v, *_) in unpickler.sent.items() if isinstance(v, torch.Tensor) and v.requires_grad]
@@ -283,9 +246,9 @@ class Agent:
         replaced = []
         try:
             for name, value in simulated.items():
-                if name not in DEVICE_QUERIES:
+                if name not in protocol.DEVICE_QUERIES:
                     continue
-                owner, attribute = device_query(torch, name)
+                owner, attribute = protocol.device_query(torch, name)
                 replaced.append((owner, attribute, getattr(owner, attribute)))
                 setattr(owner, attribute, lambda value=value: value)
             yield
@@ -310,7 +273,7 @@ class Agent:
             sys.modules["random"].setstate((3, tuple(array.array("I", base64.b64decode(raw))) + (pos,), gauss))
 
     def _get_rng(self, keys):
-        return rng_states(keys)
+        return protocol.rng_states(keys)
 
     # ---- encoding: plain data where possible, else a handle ----------------------------------
 
@@ -324,10 +287,11 @@ class Agent:
             self.handles[key] = number
         torch = sys.modules.get("torch")
         info = {
-            "type": _type_name(type(obj)),
-            "mro": [_type_name(c) for c in type(obj).__mro__],
+            "type": protocol.type_name(type(obj)),
+            "mro": [protocol.type_name(c) for c in type(obj).__mro__],
             "callable": callable(obj),
             "name": str(getattr(obj, "__name__", "")) if isinstance(obj, type) else "",
+            "qualname": protocol.type_name(obj) if isinstance(obj, type) else "",
             "tensor": bool(torch is not None and isinstance(obj, torch.Tensor)),
         }
         return ["H", number, info]
@@ -345,13 +309,33 @@ class Agent:
         if kind is complex:
             return ["c", self.encode(obj.real), self.encode(obj.imag)]
         if kind is bytes:
-            return ["B", _b64(obj)]
-        if kind is list:
+            return ["B", protocol.b64(obj)]
+        if isinstance(obj, list):  # list subclasses too: they compare as lists
             return ["L", [self.encode(x, data, depth + 1) for x in obj]]
-        if kind is tuple or (isinstance(obj, tuple) and hasattr(obj, "_fields")):
-            return ["T", [self.encode(x, data, depth + 1) for x in obj]]
-        if kind is dict or (isinstance(obj, dict) and type(obj).__name__ == "OrderedDict"):
-            return ["D", [[self.encode(k, data, depth + 1), self.encode(v, data, depth + 1)] for k, v in obj.items()]]
+        if isinstance(obj, tuple):
+            items = [self.encode(x, data, depth + 1) for x in obj]
+            fields = getattr(kind, "_fields", None)
+            if isinstance(fields, tuple) and len(fields) == len(obj) and all(type(f) is str for f in fields):
+                return ["NT", str(kind.__name__), list(fields), items]  # a namedtuple keeps its fields
+            return ["T", items]
+        if isinstance(obj, dict):
+            pairs = [[self.encode(k, data, depth + 1), self.encode(v, data, depth + 1)] for k, v in obj.items()]
+            name = protocol.type_name(kind)
+            if name == "collections.defaultdict":
+                factory = obj.default_factory
+                builtin = isinstance(factory, type) and factory.__module__ == "builtins"
+                name = factory.__name__ if builtin and factory.__name__ in protocol.DEFAULT_FACTORIES else None
+                return ["D", pairs, "defaultdict", name]
+            if name in ("collections.OrderedDict", "collections.Counter"):
+                return ["D", pairs, name.rpartition(".")[2]]
+            return ["D", pairs]
+        if _plain_dataclass(kind):
+            import dataclasses
+
+            params = kind.__dataclass_params__
+            fields = [[f.name, self.encode(getattr(obj, f.name), data, depth + 1)] for f in dataclasses.fields(obj)]
+            return ["DC", protocol.type_name(kind), str(kind.__name__), fields,
+                    [bool(params.eq), bool(params.frozen), bool(params.order)]]  # fmt: skip
         if kind in (set, frozenset):
             return ["set", [self.encode(x, data, depth + 1) for x in obj]]
         if kind is slice:
@@ -364,16 +348,16 @@ class Agent:
         if np is not None:
             if isinstance(obj, np.ndarray) and obj.dtype.kind in "biufc" and not obj.dtype.fields:
                 array = np.ascontiguousarray(np.asarray(obj))
-                return ["A", array.dtype.str, list(array.shape), _b64(array.tobytes())]
+                return ["A", array.dtype.str, list(array.shape), protocol.b64(array.tobytes())]
             if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
-                return ["a", obj.dtype.str, _b64(obj.tobytes())]
+                return ["a", obj.dtype.str, protocol.b64(obj.tobytes())]
             if isinstance(obj, np.dtype):
                 return ["nd", obj.str]
         if torch is not None:
             if isinstance(obj, torch.Tensor) and (data or type(obj) is torch.Tensor):
                 if obj.layout == torch.strided and not obj.is_quantized:
-                    dtype, raw = _tensor_bytes(obj)
-                    return ["X", dtype, list(obj.shape), _b64(raw), bool(obj.requires_grad)]
+                    dtype, raw = protocol.tensor_bytes(obj)
+                    return ["X", dtype, list(obj.shape), protocol.b64(raw), bool(obj.requires_grad)]
             if isinstance(obj, torch.Size):
                 return ["S", [int(x) for x in obj]]
             if isinstance(obj, torch.dtype):
@@ -452,14 +436,21 @@ class Agent:
     def op_subclasscheck(self, handle, cls_handle):
         return issubclass(self.objects[handle], self.objects[cls_handle])
 
+    def op_devices(self):
+        """What torch answers here to the device queries (torch is imported if need be)."""
+        import torch
+
+        answers = {}
+        for name in protocol.DEVICE_QUERIES:
+            try:
+                owner, attribute = protocol.device_query(torch, name)
+                answers[name] = getattr(owner, attribute)()
+            except Exception:
+                continue
+        return answers
+
     def op_sync(self):
         return None
 
     def op_materialize(self, handle):
         return self.objects[handle]
-
-    def op_release(self, handles):
-        for number in handles:
-            obj = self.objects.pop(number, None)
-            if obj is not None and self.handles.get(id(obj)) == number:
-                del self.handles[id(obj)]

@@ -6,7 +6,8 @@
 2. make sure nbgrader's gradebook knows the assignment (gradebook.py);
 3. grade them, N at a time: each worker process (spawned once, torch and numpy imported once)
    grades one submission after another (runner.py), each in a fresh sandbox of its own
-   (one sandbox user per worker);
+   (one sandbox user per worker), the next one's sandbox starting while the current one is
+   graded;
 4. as each result arrives, keep its record in ``OUT/results/``, its scores and autograded
    notebook in the gradebook;
 5. write ``OUT/grades.csv``, ``OUT/details.csv`` and the feedback pages from every record of
@@ -52,13 +53,19 @@ def _init_worker(slots) -> None:
     import torch
 
     torch.set_num_threads(1)
+    from multiprocessing.util import Finalize
+
+    from autograder.grading import runner
+
+    Finalize(None, runner.close_spare_sandbox, exitpriority=10)  # the spare sandbox goes with the worker
 
 
-def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options) -> Result:
+def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options, prestart: bool) -> Result:
     from autograder.grading import runner
 
     try:
-        result = runner.grade(submission.student_id, submission.data, assignment, options, _SLOT, submission.source)
+        result = runner.grade(submission.student_id, submission.data, assignment, options, _SLOT, submission.source,
+                              prestart)  # fmt: skip
         result.flags = sorted(set(result.flags) | set(submission.flags))
         result.notes = [*submission.notes, *result.notes]
         return result
@@ -196,7 +203,13 @@ def _run(pool, pending, assignment, options, keep) -> list:
     """Grade ``pending`` in ``pool``; returns the submissions lost to a crashed worker."""
     lost = []
     try:
-        futures = {pool.submit(_grade_in_worker, s, assignment, options): s for s in pending}
+        # a worker starts the next sandbox while it grades, as long as more submissions wait than
+        # there are workers (each spare is then taken by this worker's next submission)
+        jobs = getattr(pool, "_max_workers", 1)
+        futures = {
+            pool.submit(_grade_in_worker, s, assignment, options, i < len(pending) - jobs): s
+            for i, s in enumerate(pending)
+        }
     except BrokenProcessPool:
         return pending
     for future in as_completed(futures):

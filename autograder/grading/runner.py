@@ -21,6 +21,7 @@ one scores 0 with reason ``kernel_died``; past the notebook's time limit likewis
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
@@ -34,18 +35,22 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grading import rpc
+from autograder.grading import devices, rpc, state
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, _normalise, free_names, load_template, loaded_names, prepare
 
-AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
+_HERE = Path(__file__).parent
 INSTALL_AGENT = (
     "import types as _autograder_types\n"
+    "_autograder_protocol = _autograder_types.ModuleType('_autograder_protocol')\n"
+    f"exec(compile({(_HERE / 'protocol.py').read_text()!r}, 'autograder-protocol', 'exec'), "
+    "_autograder_protocol.__dict__)\n"
     "_autograder_module = _autograder_types.ModuleType('_autograder_agent')\n"
-    f"exec(compile({AGENT_SOURCE!r}, 'autograder-agent', 'exec'), _autograder_module.__dict__)\n"
+    "_autograder_module.protocol = _autograder_protocol\n"
+    f"exec(compile({(_HERE / 'agent.py').read_text()!r}, 'autograder-agent', 'exec'), _autograder_module.__dict__)\n"
     "__autograder__ = _autograder_module.Agent(get_ipython().user_ns)\n"
     "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)\n"
-    "del _autograder_types, _autograder_module\n"
+    "del _autograder_types, _autograder_module, _autograder_protocol\n"
 )
 MESSAGE_CHARS = 4000
 REASON_CHARS = 300
@@ -158,6 +163,20 @@ class _Grader:
         self.flags: set[str] = set()
         self.grades: dict[str, CellGrade] = {}
         self.execution_count = 0
+        self.devices: dict | None = None  # the sandbox's answers to torch's device queries
+
+    def _sandbox_devices(self) -> dict:
+        """What the student's torch says about devices (asked once; known without asking on a machine
+        where the grader's torch sees no accelerator: the sandbox sees no more)."""
+        if self.devices is None:
+            import torch
+
+            mps = getattr(getattr(torch.backends, "mps", None), "is_available", lambda: False)
+            if not torch.cuda.is_available() and not torch.cuda.device_count() and not mps():
+                self.devices = {name: 0 if name.endswith("count") else False for name in devices.DEVICE_QUERIES}
+            else:
+                self.devices = self.session.devices()
+        return self.devices
 
     # ---- talking to the sandbox --------------------------------------------------------------
 
@@ -202,6 +221,7 @@ class _Grader:
                     self.namespace[name] = self.remote_names[name] = value
             code = compile(test.source, f"<test {step.grade_id}>", "exec")
             with (
+                devices.sandbox_devices(self._sandbox_devices()),
                 warnings.catch_warnings(record=True),
                 contextlib.redirect_stdout(printed),
                 contextlib.redirect_stderr(printed),
@@ -231,7 +251,7 @@ class _Grader:
             grade.score, grade.reason = test.points, "passed"
         finally:
             self.sink = None
-            self._push_rng()
+            self._flush()
             for name, value in list(self.remote_names.items()):
                 if self.namespace.get(name) is not value:  # the test rebound it: it is the test's now
                     del self.remote_names[name]
@@ -243,28 +263,28 @@ class _Grader:
         step.cell.outputs = [nbformat.from_dict(o) for o in cell_outputs]
         return grade
 
-    def _push_rng(self) -> None:
+    def _flush(self) -> None:
         try:
-            self.session.push_rng()
+            self.session.flush()
         except (rpc.ProtocolError, CallTimeout, TypeError, ValueError):
             pass
 
     # ---- the whole notebook ------------------------------------------------------------------
 
-    def run(self, plan) -> str:
-        """Run every step; returns the reason remaining tests fail for ("" if all ran)."""
+    def run(self, plan, prestart: bool = False) -> str:
+        """Run every step; returns the reason remaining tests fail for ("" if all ran).
+
+        ``prestart``: start the next submission's sandbox meanwhile (see :func:`grade`)."""
         self.deadline = time.monotonic() + self.options.timeout
-        self.sandbox = Sandbox(self.options.workdir, self.slot, self.options.limits, self.options.unsafe)
+        key = _spare_key(self.template.assignment, self.options, self.slot)
+        self.sandbox = _take_spare(key)
         failure = ""
         try:
             with _alarm(self.deadline):
-                try:  # up to here nothing of the student's ran: a failure is the grader's
-                    self.sandbox.start(self.deadline)
-                    installed = self.sandbox.run(INSTALL_AGENT, self.deadline, self._call_limit(), silent=True)
-                except (KernelDied, NotebookTimeout, CallTimeout) as exc:
-                    raise SandboxFailed(f"the sandbox did not start: {exc}") from None
-                if (installed.reply or {}).get("status") != "ok":
-                    raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
+                if self.sandbox is None:
+                    self.sandbox = _ready_sandbox(self.template, self.options, self.slot, self.deadline)
+                if prestart:
+                    _prestart(key, self.template, self.options, self.slot)
                 self.session = rpc.Session(self.transport)
                 for name, value in self._trusted_imports().items():
                     self.namespace[name] = value
@@ -279,11 +299,9 @@ class _Grader:
                 self.flags.add("memory")
         except NotebookTimeout:
             failure = "timeout"
-        except SandboxFailed as exc:
-            self.sandbox.close()
-            raise SandboxFailed(f"{exc}\n{self.sandbox.log_tail}") from None
         finally:
-            self.sandbox.close()
+            if self.sandbox is not None:
+                self.sandbox.close()
         if failure:
             self.flags.add(failure)
         return failure
@@ -304,13 +322,157 @@ class _Grader:
         return namespace
 
 
-def grade(student_id: str, data: bytes, assignment: str, options: Options, slot: int = 0, source: str = "") -> Result:
-    """Grade one submission (the bytes of a notebook) of ``assignment``."""
+# ---- sandboxes, and the spare one started while a submission is graded -----------------------------
+
+
+def _preimports(template: Template) -> str:
+    """Code that imports (without binding any name) the modules the instructor notebook imports."""
+    modules = []
+    for statement, _ in template.imports:
+        node = ast.parse(statement).body[0]
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        modules += [name for name in names if name and name not in modules]
+    return (
+        "def _autograder_preimport():\n    import importlib\n"
+        f"    for name in {modules!r}:\n"
+        "        try:\n            importlib.import_module(name)\n"
+        "        except Exception:\n            pass\n"
+        "_autograder_preimport()\ndel _autograder_preimport\n"
+    )
+
+
+def _ready_sandbox(template: Template, options: Options, slot: int, deadline: float, name: str = "") -> Sandbox:
+    """A started sandbox with the agent installed and the notebook's modules imported (SandboxFailed if not)."""
+    sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name)
+    try:
+        try:  # nothing of the student's runs here: a failure is the grader's
+            sandbox.start(deadline)
+            limit = max(0.1, min(options.call_timeout, deadline - time.monotonic()))
+            installed = sandbox.run(INSTALL_AGENT + _preimports(template), deadline, limit, silent=True)
+        except (KernelDied, NotebookTimeout, CallTimeout) as exc:
+            raise SandboxFailed(f"the sandbox did not start: {exc}") from None
+        if (installed.reply or {}).get("status") != "ok":
+            raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
+    except SandboxFailed as exc:
+        sandbox.close()
+        raise SandboxFailed(f"{exc}\n{sandbox.log_tail}") from None
+    except BaseException:
+        sandbox.close()
+        raise
+    return sandbox
+
+
+class _Spare:
+    """This process's spare sandbox: the next submission's, started while the current one is graded.
+
+    Each is used once, by the next submission of the same assignment and options, or closed. The
+    batch asks for one only while more submissions are queued than there are workers, and a spare
+    nobody takes within IDLE_S of the last submission is closed, so nothing stays running."""
+
+    IDLE_S = 3.0
+    lock = threading.Lock()
+    key: tuple | None = None
+    future = None
+    count = 0
+    last_used = 0.0
+    busy = False
+
+
+def _spare_key(assignment: str, options: Options, slot: int) -> tuple:
+    return (assignment, options.unsafe, str(options.workdir), slot, repr(options.limits), options.timeout)
+
+
+def _take_spare(key: tuple) -> Sandbox | None:
+    with _Spare.lock:
+        future, matches = _Spare.future, _Spare.key == key
+        _Spare.future = _Spare.key = None
+        _Spare.last_used = time.monotonic()
+    if future is None:
+        return None
+    try:
+        sandbox = future.result()
+    except BaseException:  # noqa: B036 - it did not start: a fresh one will
+        return None
+    if matches and sandbox.alive:
+        return sandbox
+    sandbox.close()
+    return None
+
+
+def _prestart(key: tuple, template: Template, options: Options, slot: int) -> None:
+    from concurrent.futures import Future
+
+    with _Spare.lock:
+        if _Spare.future is not None:
+            return
+        _Spare.count += 1
+        name = f"{slot}-{_Spare.count}"
+        future: Future = Future()
+        _Spare.key, _Spare.future = key, future
+
+    def start():
+        try:
+            future.set_result(_ready_sandbox(template, options, slot, time.monotonic() + options.timeout, name))
+        except BaseException as exc:  # noqa: B036
+            future.set_exception(exc)
+        _watch_idle()
+
+    threading.Thread(target=start, name="spare-sandbox", daemon=True).start()
+
+
+def _watch_idle() -> None:
+    """Close the spare if no submission takes it (the batch ran out of work for this worker)."""
+    while True:
+        time.sleep(_Spare.IDLE_S / 3)
+        with _Spare.lock:
+            future = _Spare.future
+            if future is None:
+                return
+            if _Spare.busy or time.monotonic() - _Spare.last_used < _Spare.IDLE_S:
+                continue
+            _Spare.future = _Spare.key = None
+        close_spare_sandbox(future)
+        return
+
+
+def close_spare_sandbox(future=None) -> None:
+    """Close the spare sandbox (at the end of a worker, or when idle)."""
+    if future is None:
+        with _Spare.lock:
+            future, _Spare.future, _Spare.key = _Spare.future, None, None
+    if future is not None:
+        try:
+            future.result().close()
+        except BaseException:  # noqa: B036 - it never started
+            pass
+
+
+def grade(
+    student_id: str,
+    data: bytes,
+    assignment: str,
+    options: Options,
+    slot: int = 0,
+    source: str = "",
+    prestart: bool = False,
+) -> Result:
+    """Grade one submission (the bytes of a notebook) of ``assignment``.
+
+    ``prestart``: another submission of the same assignment follows in this process; its sandbox
+    starts while this one is graded (a batch asks for it while it has more work queued)."""
     started = time.monotonic()
     template = load_template(assignment)
     plan = prepare(data, template)
     grader = _Grader(template, options, slot)
-    failure = plan.status if plan.status != "graded" else grader.run(plan)
+    baseline = state.baseline()
+    baseline.restore()
+    _Spare.busy = True
+    try:
+        failure = plan.status if plan.status != "graded" else grader.run(plan, prestart)
+    finally:  # whatever the tests changed in this process, the next submission does not see
+        baseline.restore()
+        with _Spare.lock:
+            _Spare.busy, _Spare.last_used = False, time.monotonic()
     messages = {
         "kernel_died": "the kernel died before this test could run (a crash, os._exit, a signal, the memory limit)",
         "timeout": "the notebook ran past its time limit before this test could run",

@@ -273,9 +273,11 @@ def _matplotlib_font_cache() -> Path | None:
 class Sandbox:
     """One kernel in its sandbox. Use as a context manager; :meth:`close` always kills it."""
 
-    def __init__(self, workdir: Path, slot: int = 0, limits: Limits | None = None, unsafe: bool = False):
+    def __init__(self, workdir: Path, slot: int = 0, limits: Limits | None = None, unsafe: bool = False,
+                 name: str = ""):  # fmt: skip
         self.workdir = Path(workdir)
         self.slot = slot
+        self.name = name or str(slot)  # names its folders, log and cgroups (a job may hold a spare too)
         self.limits = limits or Limits()
         self.unsafe = unsafe
         self.uid = UID_BASE + slot
@@ -326,7 +328,7 @@ class Sandbox:
                 os.chown(path, self.uid, self.uid)
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", f"{inside}/{CONNECTION_FILE}",
                   "--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=CRITICAL"]  # fmt: skip
-        log = open(self.workdir / f"kernel-{self.slot}.log", "wb")
+        log = open(self.workdir / f"kernel-{self.name}.log", "wb")
         try:
             if self.unsafe:
                 env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
@@ -335,9 +337,9 @@ class Sandbox:
                 self.proc = subprocess.Popen(kernel, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
                                              stdout=log, stderr=log, start_new_session=True)  # fmt: skip
             else:
-                name = f"autograder-{self.slot}"
+                name = f"autograder-{self.name}"
                 self.cgroups = _CGroups(name, self.limits)
-                root = self.workdir / f"root-{self.slot}"
+                root = self.workdir / f"root-{self.name}"
                 root.mkdir(exist_ok=True)
                 script = _setup_script(root, self.scratch, self.uid, self.limits, self.cgroups, kernel)
                 unshare = ["unshare", "--net", "--pid", "--mount", "--ipc", "--uts", "--fork",
@@ -444,13 +446,13 @@ class Sandbox:
                 self._mounted = False
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
-        root = self.workdir / f"root-{self.slot}"
+        root = self.workdir / f"root-{self.name}"
         if root.is_dir():
             try:
                 root.rmdir()
             except OSError:
                 pass
-        log = self.workdir / f"kernel-{self.slot}.log"
+        log = self.workdir / f"kernel-{self.name}.log"
         if log.exists():  # keep its end for error messages; the file goes
             self.log_tail = log.read_bytes()[-2000:].decode(errors="replace")
             log.unlink()

@@ -53,7 +53,7 @@ SUSPICIOUS = {
     "patching the interpreter": r"\bbuiltins\b|__builtins__|\bsys\s*\.\s*(modules|settrace|setprofile|meta_path)\b",
     "patching test helpers": r"\b(np|numpy|torch)\s*\.\s*testing\s*\.\s*\w+\s*=|\bsetattr\s*\(\s*(np|numpy|torch)\b",
     "IPython internals": r"\bget_ipython\s*\(\s*\)\s*\.\s*(events|ast_transformers|run_cell|set_custom_exc|user_ns)",
-    "grader files": r"/work/|\bsolutions\b|\bautograder\b|gradebook",
+    "grader files": r"\bsolutions\b|\bautograder\b|gradebook",
     "dynamic code": r"(?<![.\w])(exec|eval|compile)\s*\(|__import__\s*\(",
 }
 
