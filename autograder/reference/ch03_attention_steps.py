@@ -12,8 +12,8 @@ def attention_scores(s_t, H):
     """Dot-product scores of one decoder state against every encoder state.
 
     s_t : array of shape (d,), the decoder state (the query).
-    H   : array of shape (T, d), the encoder states h_1, ..., h_T as rows.
-    Returns e_t, an array of shape (T,) with e_t[i] = s_t . H[i].
+    H   : array of shape (T_enc, d), the encoder states h_1, ..., h_T_enc as rows.
+    Returns e_t, an array of shape (T_enc,) with e_t[i] = s_t . H[i].
     """
     return H @ s_t
 
@@ -21,7 +21,7 @@ def attention_scores(s_t, H):
 def softmax(e, axis=-1):
     """Numerically stable softmax of e along the given axis.
 
-    e    : array of any shape, e.g. (T,) for one score vector or (T_dec, T_enc) for a matrix of scores.
+    e    : array of any shape, e.g. (T_enc,) for one score vector or (T_dec, T_enc) for a matrix of scores.
     axis : the axis along which the result sums to one (default: the last axis).
     Returns an array of the same shape as e, non-negative, summing to one along axis.
     """
@@ -34,8 +34,8 @@ def softmax(e, axis=-1):
 def attention_vector(alpha, H):
     """The attention vector a_t: the alpha-weighted sum of the encoder states.
 
-    alpha : array of shape (T,), one weight per encoder state.
-    H     : array of shape (T, d), the encoder states as rows.
+    alpha : array of shape (T_enc,), one weight per encoder state.
+    H     : array of shape (T_enc, d), the encoder states as rows.
     Returns a_t, an array of shape (d,) equal to sum_i alpha[i] * H[i].
     """
     return alpha @ H
@@ -56,8 +56,8 @@ def output_distribution(s_tilde, W_o):
     """The predicted distribution over the vocabulary, p_t = softmax(W_o s~_t).
 
     s_tilde : array of shape (d_c,), the attentional state.
-    W_o     : array of shape (V, d_c), one row of output weights per vocabulary word.
-    Returns p_t, an array of shape (V,), non-negative and summing to one.
+    W_o     : array of shape (n_vocab, d_c), one row of output weights per vocabulary word.
+    Returns p_t, an array of shape (n_vocab,), non-negative and summing to one.
     """
     return softmax(W_o @ s_tilde)
 
@@ -66,11 +66,11 @@ def attention_step(s_t, H, W_c, W_o):
     """Steps 2-5 of attention for one decoder state.
 
     s_t : array of shape (d,), the decoder state.
-    H   : array of shape (T, d), the encoder states as rows.
+    H   : array of shape (T_enc, d), the encoder states as rows.
     W_c : array of shape (d_c, 2d), weights of the attentional state.
-    W_o : array of shape (V, d_c), output weights.
-    Returns (p_t, alpha_t): p_t of shape (V,), the distribution over the vocabulary,
-    and alpha_t of shape (T,), the attention weights.
+    W_o : array of shape (n_vocab, d_c), output weights.
+    Returns (p_t, alpha_t): p_t of shape (n_vocab,), the distribution over the vocabulary,
+    and alpha_t of shape (T_enc,), the attention weights.
     """
     e_t = attention_scores(s_t, H)                 # step 2
     alpha_t = softmax(e_t)                         # step 3
@@ -86,14 +86,14 @@ def attention_all_steps(S, H, W_c, W_o):
     S   : array of shape (T_dec, d), the decoder states as rows.
     H   : array of shape (T_enc, d), the encoder states as rows.
     W_c : array of shape (d_c, 2d), weights of the attentional state.
-    W_o : array of shape (V, d_c), output weights.
-    Returns (P, A): P of shape (T_dec, V), row t is p_t; A of shape (T_dec, T_enc), row t is alpha_t.
+    W_o : array of shape (n_vocab, d_c), output weights.
+    Returns (P, A): P of shape (T_dec, n_vocab), row t is p_t; A of shape (T_dec, T_enc), row t is alpha_t.
     """
     E = S @ H.T                                                     # (T_dec, T_enc) scores
     A = softmax(E, axis=-1)                                         # each row sums to one
     C = A @ H                                                       # (T_dec, d) attention vectors
     S_tilde = np.tanh(np.concatenate([C, S], axis=-1) @ W_c.T)      # (T_dec, d_c)
-    P = softmax(S_tilde @ W_o.T, axis=-1)                           # (T_dec, V)
+    P = softmax(S_tilde @ W_o.T, axis=-1)                           # (T_dec, n_vocab)
     return P, A
 
 
