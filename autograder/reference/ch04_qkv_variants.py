@@ -13,16 +13,16 @@ from torch import nn
 def dot_score(q, k):
     """Dot-product scores (Luong "dot").
 
-    q: (B, Tq, d), k: (B, Tk, d). Returns (B, Tq, Tk) with entry [b, i, j] = q[b, i] . k[b, j].
+    q: (B, T_q, d), k: (B, T_k, d). Returns (B, T_q, T_k) with entry [b, i, j] = q[b, i] . k[b, j].
     """
-    return q @ k.transpose(-2, -1)  # (B, Tq, d) @ (B, d, Tk)
+    return q @ k.transpose(-2, -1)  # (B, T_q, d) @ (B, d, T_k)
 
 
 def general_score(q, k, W):
     """Bilinear scores (Luong "general").
 
-    q: (B, Tq, d_q), k: (B, Tk, d_k), W: (d_q, d_k).
-    Returns (B, Tq, Tk) with entry [b, i, j] = q[b, i]^T W k[b, j].
+    q: (B, T_q, d_q), k: (B, T_k, d_k), W: (d_q, d_k).
+    Returns (B, T_q, T_k) with entry [b, i, j] = q[b, i]^T W k[b, j].
     """
     return (q @ W) @ k.transpose(-2, -1)
 
@@ -30,27 +30,27 @@ def general_score(q, k, W):
 def additive_score(q, k, W_q, W_k, v):
     """Additive scores (Bahdanau; Luong's "concat").
 
-    q: (B, Tq, d_q), k: (B, Tk, d_k), W_q: (d_a, d_q), W_k: (d_a, d_k), v: (d_a,).
-    Returns (B, Tq, Tk) with entry [b, i, j] = v . tanh(W_q q[b, i] + W_k k[b, j]).
+    q: (B, T_q, d_q), k: (B, T_k, d_k), W_q: (d_a, d_q), W_k: (d_a, d_k), v: (d_a,).
+    Returns (B, T_q, T_k) with entry [b, i, j] = v . tanh(W_q q[b, i] + W_k k[b, j]).
     """
-    projected_q = (q @ W_q.T)[:, :, None, :]  # (B, Tq, 1, d_a)
-    projected_k = (k @ W_k.T)[:, None, :, :]  # (B, 1, Tk, d_a)
+    projected_q = (q @ W_q.T)[:, :, None, :]  # (B, T_q, 1, d_a)
+    projected_k = (k @ W_k.T)[:, None, :, :]  # (B, 1, T_k, d_a)
     return torch.tanh(projected_q + projected_k) @ v
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):
     """Scaled dot-product attention (Vaswani et al., 2017).
 
-    q: (B, Tq, d_k), k: (B, Tk, d_k), v: (B, Tk, d_v).
-    mask: None, or bool broadcastable to (B, Tq, Tk); True where query i may attend to key j.
-    Returns (out, weights): weights (B, Tq, Tk) = softmax over the keys of q k^T / sqrt(d_k),
-    exactly 0 where mask is False; out (B, Tq, d_v) = weights @ v. Same dtype as the inputs.
+    q: (B, T_q, d_k), k: (B, T_k, d_k), v: (B, T_k, d_v).
+    mask: None, or bool broadcastable to (B, T_q, T_k); True where query i may attend to key j.
+    Returns (out, weights): weights (B, T_q, T_k) = softmax over the keys of q k^T / sqrt(d_k),
+    exactly 0 where mask is False; out (B, T_q, d_v) = weights @ v. Same dtype as the inputs.
     """
     scores = dot_score(q, k) / math.sqrt(k.shape[-1])
     if mask is not None:  # forbidden pairs get -inf, hence weight exactly 0
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights  # (B, Tq, d_v), (B, Tq, Tk)
+    return weights @ v, weights  # (B, T_q, d_v), (B, T_q, T_k)
 
 
 def causal_mask(T):
@@ -102,11 +102,11 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention with the numbers of nn.MultiheadAttention(embed_dim, num_heads, batch_first=True).
 
     Attributes: q_proj, k_proj, v_proj, out_proj, each nn.Linear(embed_dim, embed_dim, bias=bias).
-    Head h uses features h * d_h .. (h + 1) * d_h - 1 of the projections, d_h = embed_dim // num_heads.
-    forward(query (B, Tq, E), key (B, Tk, E), value (B, Tk, E),
-            key_padding_mask=None (bool (B, Tk), True at real keys),
-            attn_mask=None (bool (Tq, Tk), True = may attend))
-    -> (out (B, Tq, E), weights (B, Tq, Tk) averaged over the heads).
+    Head h uses features h * d_k .. (h + 1) * d_k - 1 of the projections, d_k = embed_dim // num_heads.
+    forward(query (B, T_q, d_model), key (B, T_k, d_model), value (B, T_k, d_model),
+            key_padding_mask=None (bool (B, T_k), True at real keys),
+            attn_mask=None (bool (T_q, T_k), True = may attend))
+    -> (out (B, T_q, d_model), weights (B, T_q, T_k) averaged over the heads).
     """
 
     def __init__(self, embed_dim, num_heads, bias=True):
@@ -120,23 +120,23 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
 
     def forward(self, query, key, value, key_padding_mask=None, attn_mask=None):
-        """(B, Tq, E), (B, Tk, E), (B, Tk, E) -> (out (B, Tq, E), head-averaged weights (B, Tq, Tk))."""
-        B, Tq, E = query.shape  # E = embed_dim
-        H = self.num_heads  # d_h = E // H
+        """(B, T_q, d_model), (B, T_k, d_model), (B, T_k, d_model) -> (out (B, T_q, d_model), head-averaged weights (B, T_q, T_k))."""
+        B, T_q, d_model = query.shape  # d_model = embed_dim
+        n_heads = self.num_heads  # d_k = d_model // n_heads
 
-        def split_heads(x):  # (B, T, E) -> (B, H, T, d_h)
-            return x.reshape(B, x.shape[1], H, E // H).transpose(1, 2)
+        def split_heads(x):  # (B, T, d_model) -> (B, n_heads, T, d_k)
+            return x.reshape(B, x.shape[1], n_heads, d_model // n_heads).transpose(1, 2)
 
         q = split_heads(self.q_proj(query))
         k = split_heads(self.k_proj(key))
         v = split_heads(self.v_proj(value))
         mask = None
         if key_padding_mask is not None:  # True at real keys
-            mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, Tk)
-        if attn_mask is not None:  # (Tq, Tk), True = may attend
-            mask = attn_mask if mask is None else mask & attn_mask  # broadcasts to (B, 1, Tq, Tk)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, d_h), (B, H, Tq, Tk)
-        concatenated = heads.transpose(1, 2).reshape(B, Tq, E)
+            mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
+        if attn_mask is not None:  # (T_q, T_k), True = may attend
+            mask = attn_mask if mask is None else mask & attn_mask  # broadcasts to (B, 1, T_q, T_k)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, n_heads, T_q, d_k), (B, n_heads, T_q, T_k)
+        concatenated = heads.transpose(1, 2).reshape(B, T_q, d_model)
         return self.out_proj(concatenated), weights.mean(dim=1)
 
 
@@ -157,9 +157,9 @@ def tutorial_attention(embedded, hidden, W_attn, b_attn, encoder_outputs):
 def channel_attention(x, W1, W2):
     """Channel attention: a squeeze-and-excitation block (Hu et al., 2018).
 
-    x: (B, C, H, W); W1: (C // r, C); W2: (C, C // r).
-    s = mean of x over H and W, (B, C); z = sigmoid(W2 relu(W1 s)), (B, C), one gate per channel.
-    Returns (x * z broadcast over H and W (B, C, H, W), z (B, C)).
+    x: (B, C, height, width); W1: (C // r, C); W2: (C, C // r).
+    x_bar = mean of x over height and width, (B, C); z = sigmoid(W2 relu(W1 x_bar)), (B, C), one gate per channel.
+    Returns (x * z broadcast over height and width (B, C, height, width), z (B, C)).
     """
     squeezed = x.mean(dim=(2, 3))  # (B, C)
     z = torch.sigmoid(torch.relu(squeezed @ W1.T) @ W2.T)  # (B, C)
@@ -169,10 +169,10 @@ def channel_attention(x, W1, W2):
 def spatial_attention(x, conv):
     """Spatial attention as in CBAM (Woo et al., 2018).
 
-    x: (B, C, H, W); conv: nn.Conv2d(2, 1, k, padding=k // 2).
-    m = sigmoid(conv([mean over channels; max over channels])), (B, 1, H, W): the mean map is
-    input channel 0 of conv, the max map input channel 1. Returns (x * m (B, C, H, W), m).
+    x: (B, C, height, width); conv: nn.Conv2d(2, 1, k, padding=k // 2).
+    m = sigmoid(conv([mean over channels; max over channels])), (B, 1, height, width): the mean map is
+    input channel 0 of conv, the max map input channel 1. Returns (x * m (B, C, height, width), m).
     """
-    pooled = torch.cat([x.mean(dim=1, keepdim=True), x.amax(dim=1, keepdim=True)], dim=1)  # (B, 2, H, W)
-    m = torch.sigmoid(conv(pooled))  # (B, 1, H, W)
+    pooled = torch.cat([x.mean(dim=1, keepdim=True), x.amax(dim=1, keepdim=True)], dim=1)  # (B, 2, height, width)
+    m = torch.sigmoid(conv(pooled))  # (B, 1, height, width)
     return x * m, m  # m broadcasts over the channels
