@@ -68,6 +68,7 @@ from autograder.reference.ch05_gpu_training import (
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "attention_course" / "assets"  # the attention and plain models of chapter 05
 FORWARD_OUT = ROOT / "experiments" / "forward_encoder"  # --config forward: the left-to-right encoder's model
+MAPS_OUT = ROOT / "experiments" / "maps_model"  # --config maps: the model whose attention maps chapter 06 reads
 LENGTH_BINS = [(1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 40)]
 
 
@@ -85,6 +86,7 @@ class Config:
     seed: int = 0
     max_seconds: float | None = None  # stop training (and still evaluate) after this long
     bidirectional: bool = True  # False: the encoder reads left to right only
+    score: str = "dot"  # attention score: "dot" (chapter 05's AttentionDecoder) or an experiments.variants name
 
 
 CONFIGS = {
@@ -96,6 +98,8 @@ CONFIGS = {
     "medium": Config("medium", 30000, 1000, 3000, 64, 128, 64, 6, 3e-3),
     # medium's data and sizes with a left-to-right encoder: chapter 06 compares its attention maps
     "forward": Config("forward", 30000, 1000, 3000, 64, 128, 64, 16, 3e-3, bidirectional=False),
+    # chapter 06's model (experiments/maps_model/): medium's sizes, scaled dot-product score, a shorter run
+    "maps": Config("maps", 12000, 500, 1000, 64, 128, 64, 3, 3e-3, score="scaled_dot"),
     # for a GPU
     "full": Config("full", 200000, 2000, 5000, 128, 256, 128, 15, 1e-3),
 }
@@ -125,6 +129,10 @@ class PlainDecoder(nn.Module):
 
 def build_model(kind: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
     encoder = GRUEncoder(src_vocab_size, config.emb_dim, config.hidden_dim, bidirectional=config.bidirectional)
+    if kind == "attention" and config.score != "dot":
+        from experiments.variants import VariantDecoder  # the same decoder with another score (chapter 04's)
+
+        return Seq2Seq(encoder, VariantDecoder(config.score, tgt_vocab_size, config.emb_dim, config.hidden_dim))
     decoder_class = {"attention": AttentionDecoder, "plain": PlainDecoder}[kind]
     return Seq2Seq(encoder, decoder_class(tgt_vocab_size, config.emb_dim, config.hidden_dim))
 
@@ -486,7 +494,7 @@ def main(argv=None) -> int:
         )
         return 0
     config = CONFIGS[args.config]
-    out = args.out or (DEFAULT_OUT if config.bidirectional else FORWARD_OUT)
+    out = args.out or (MAPS_OUT if config.name == "maps" else DEFAULT_OUT if config.bidirectional else FORWARD_OUT)
     workdir = args.workdir / f"seed{config.seed}"
     if args.fresh and workdir.exists():
         for path in workdir.glob(f"*_{config.name}.ckpt"):

@@ -78,15 +78,15 @@ def length_bucketed_batches(lengths, batch_size, shuffle=True, seed=0):
 def masked_cross_entropy(logits, targets, pad_id):
     """Mean cross-entropy over the real (non-pad) target tokens of a batch.
 
-    logits  : (B, T, V) unnormalised scores.
-    targets : (B, T) long target ids; positions equal to pad_id are ignored.
+    logits  : (B, T_dec, n_vocab) unnormalised scores.
+    targets : (B, T_dec) long target ids; positions equal to pad_id are ignored.
     Returns a scalar tensor: the sum of -log softmax(logits)[target] over real tokens divided by
     the number of real tokens (every real token counts the same, whatever its sentence's length).
     """
     log_probs = torch.log_softmax(logits, dim=-1)
     mask = targets != pad_id
     safe_targets = targets.masked_fill(~mask, 0)  # any valid index; these positions are masked out
-    token_nll = -log_probs.gather(-1, safe_targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    token_nll = -log_probs.gather(-1, safe_targets.unsqueeze(-1)).squeeze(-1)  # (B, T_dec)
     return (token_nll * mask).sum() / mask.sum()
 
 
@@ -108,19 +108,19 @@ class AttentionDecoder(nn.Module):
         self.out = nn.Linear(hidden_dim, vocab_size)
 
     def forward(self, tgt_in, hidden, enc_outputs, src_mask):
-        """Teacher-forced decoding of all T steps at once.
+        """Teacher-forced decoding of all T_dec steps at once.
 
-        tgt_in      : (B, T) long, the decoder inputs (BOS followed by the gold target shifted right).
+        tgt_in      : (B, T_dec) long, the decoder inputs (BOS followed by the gold target shifted right).
         hidden      : (B, d) the initial decoder state (the encoder's summary of the source).
-        enc_outputs : (B, S, d) the encoder states h_1 .. h_S.
-        src_mask    : (B, S) bool, True at real source tokens.
-        Returns (logits (B, T, V), weights (B, T, S)); weights are exactly 0 at padded source positions.
+        enc_outputs : (B, T_enc, d) the encoder states h_1 .. h_T_enc.
+        src_mask    : (B, T_enc) bool, True at real source tokens.
+        Returns (logits (B, T_dec, n_vocab), weights (B, T_dec, T_enc)); weights are exactly 0 at padded source positions.
         """
-        states, _ = self.rnn(self.embedding(tgt_in), hidden.unsqueeze(0))   # step 1: s_1 .. s_T, (B, T, d)
-        scores = states @ enc_outputs.transpose(1, 2)                       # step 2: s_t . h_i, (B, T, S)
+        states, _ = self.rnn(self.embedding(tgt_in), hidden.unsqueeze(0))   # step 1: s_1 .. s_T_dec, (B, T_dec, d)
+        scores = states @ enc_outputs.transpose(1, 2)                       # step 2: s_t . h_i, (B, T_dec, T_enc)
         scores = scores.masked_fill(~src_mask[:, None, :], float("-inf"))
-        weights = torch.softmax(scores, dim=-1)                             # step 3: (B, T, S)
-        context = weights @ enc_outputs                                     # step 4: a_t, (B, T, d)
+        weights = torch.softmax(scores, dim=-1)                             # step 3: (B, T_dec, T_enc)
+        context = weights @ enc_outputs                                     # step 4: a_t, (B, T_dec, d)
         attentional = torch.tanh(self.combine(torch.cat([context, states], dim=-1)))  # step 5
         return self.out(attentional), weights
 
@@ -128,9 +128,9 @@ class AttentionDecoder(nn.Module):
 def train_step(model, batch, optimizer, pad_id, amp_dtype=None, clip_norm=1.0):
     """One optimisation step on one batch; returns the loss before the step as a Python float.
 
-    model     : an nn.Module whose forward(src, lengths, tgt_in) returns logits (B, T, V).
-    batch     : dict with "src" (B, S) long, "lengths" (B,) long, "tgt_in" (B, T) long and
-                "tgt_out" (B, T) long (the targets, pad_id where there is no token).
+    model     : an nn.Module whose forward(src, lengths, tgt_in) returns logits (B, T_dec, n_vocab).
+    batch     : dict with "src" (B, T_enc) long, "lengths" (B,) long, "tgt_in" (B, T_dec) long and
+                "tgt_out" (B, T_dec) long (the targets, pad_id where there is no token).
     optimizer : a torch.optim optimizer over the model's parameters.
     amp_dtype : None for full precision, or a dtype such as torch.bfloat16: the forward pass then
                 runs under torch.autocast on the device of the model's parameters.
@@ -148,3 +148,27 @@ def train_step(model, batch, optimizer, pad_id, amp_dtype=None, clip_norm=1.0):
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
     optimizer.step()
     return loss.item()
+
+
+class AdditiveScore(nn.Module):
+    """Bahdanau's additive score as a module: e[b, i, j] = v^T tanh(W_q q_i + W_k k_j).
+
+    Attributes (the tests load weights through these names):
+    W_q : nn.Linear(query_dim, attn_dim, bias=False), weight (d_a, query_dim)
+    W_k : nn.Linear(key_dim, attn_dim, bias=False), weight (d_a, key_dim)
+    v   : nn.Linear(attn_dim, 1, bias=False), weight (1, d_a)
+    forward(q (B, T_q, query_dim), k (B, T_k, key_dim)) -> scores (B, T_q, T_k), before any softmax.
+    """
+
+    def __init__(self, query_dim, key_dim, attn_dim):
+        super().__init__()
+        self.W_q = nn.Linear(query_dim, attn_dim, bias=False)
+        self.W_k = nn.Linear(key_dim, attn_dim, bias=False)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, q, k):
+        """q : (B, T_q, query_dim) queries, k : (B, T_k, key_dim) keys -> scores (B, T_q, T_k)."""
+        projected_q = self.W_q(q)  # (B, T_q, d_a)
+        projected_k = self.W_k(k)  # (B, T_k, d_a)
+        hidden = torch.tanh(projected_q[:, :, None, :] + projected_k[:, None, :, :])  # (B, T_q, T_k, d_a)
+        return self.v(hidden).squeeze(-1)  # (B, T_q, T_k)

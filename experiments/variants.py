@@ -1,0 +1,289 @@
+"""Train the encoder-decoder with every attention variant, side by side (chapter 05's table and figure).
+
+    python -m experiments.variants --config variants
+
+trains six models that differ only in how the decoder attends (issue 13, section 1):
+
+==============  ==========================================================================================
+``none``        no attention: the decoder sees the encoder's summary at every step (``PlainDecoder``)
+``dot``         Luong's dot score ``e_t,i = s_t . h_i`` (chapter 04's ``dot_score``)
+``general``     Luong's multiplicative "general" score ``s_t^T W h_i`` (chapter 04's ``general_score``)
+``additive``    Bahdanau's additive / concat score ``v^T tanh(W_q s_t + W_k h_i)`` (chapter 05's ``AdditiveScore``)
+``scaled_dot``  the scaled dot product ``s_t . h_i / sqrt(d)`` (chapter 04's ``scaled_dot_product_attention``)
+``multi_head``  multi-head scaled dot product, 4 heads (chapter 04's ``MultiHeadAttention``)
+==============  ==========================================================================================
+
+Everything else is identical: the same data (the toy language of ``attention_course.toy_translation``), the
+same bidirectional ``GRUEncoder``, the same decoder sizes and output layers (chapter 05's ``AttentionDecoder``,
+whose attention step each variant replaces), the same seed for the weights and the batches, and the same
+number of updates. Every variant is built from the course's reference implementations
+(``autograder.reference.ch04_qkv_variants`` and ``ch05_gpu_training``), not from copies of them.
+
+For each variant the results hold exact match and BLEU on the test split by source length, the number of
+parameters, the training throughput in target tokens per second and the wall time of training and of
+evaluation; they go to ``attention_course/assets/variants_results.json`` (``--out`` to change), which chapter
+05 reads. :func:`run_variants` does the same from Python (``scripts/gpu_check.py`` calls it with ``full``).
+
+For the attention variants the results also hold how peaked the maps are: the share of target rows of the
+test split (gold translation fed to the decoder) that put less than 90 % on their most attended source token.
+
+Configurations (:data:`CONFIGS`): ``tiny`` (seconds, for tests), ``variants`` (the shipped file: medium's
+model sizes, 12,000 training sentences, 500 updates of 64 sentences per variant, 1,000 test sentences;
+about 20 CPU minutes for all six on a 2-core CPU) and ``full`` (for one GPU,
+under bf16 autocast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attention_course.data import PAD_ID
+from attention_course.translation import GRUEncoder, Seq2Seq
+from autograder.reference import ch04_qkv_variants as ch04
+from autograder.reference import ch05_gpu_training as ch05
+from experiments.translation import (
+    ROOT,
+    Config,
+    PlainDecoder,
+    Progress,
+    evaluate,
+    load_data,
+    make_batch,
+    seed_everything,
+)
+
+DEFAULT_OUT = ROOT / "attention_course" / "assets"
+RESULTS_FILE = "variants_results.json"
+VARIANTS = ("none", "dot", "general", "additive", "scaled_dot", "multi_head")
+LABELS = {
+    "none": "no attention",
+    "dot": "dot (Luong)",
+    "general": "general (Luong, multiplicative)",
+    "additive": "additive / concat (Bahdanau)",
+    "scaled_dot": "scaled dot product",
+    "multi_head": "multi-head (4 heads)",
+}
+NUM_HEADS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantsConfig:
+    """The data and model sizes (a :class:`experiments.translation.Config`) and the number of updates."""
+
+    data: Config
+    updates: int
+    eval_batch_size: int = 250
+
+
+CONFIGS = {
+    "tiny": VariantsConfig(Config("variants-tiny", 300, 50, 60, 16, 32, 32, 1, 3e-3), updates=12),
+    "variants": VariantsConfig(Config("variants", 12000, 500, 1000, 64, 128, 64, 1, 3e-3), updates=500),
+    "full": VariantsConfig(Config("variants-full", 100000, 1000, 5000, 128, 256, 128, 1, 1e-3), updates=4000),
+}
+
+
+class VariantDecoder(ch05.AttentionDecoder):
+    """Chapter 05's ``AttentionDecoder`` (embedding, GRU, ``combine``, ``out``) with its attention step swapped.
+
+    ``forward(tgt_in (B, T_dec), hidden (B, d), enc_outputs (B, T_enc, d), src_mask (B, T_enc))`` returns
+    ``(logits (B, T_dec, n_vocab), weights (B, T_dec, T_enc))``: the GRU gives the decoder states ``s_t``, the
+    variant's :meth:`attend` gives the attention vectors ``a_t`` and weights ``alpha_t``, and the output is
+    ``out(tanh(combine([a_t; s_t])))`` for every variant.
+    """
+
+    def __init__(self, variant: str, vocab_size: int, emb_dim: int, hidden_dim: int):
+        super().__init__(vocab_size, emb_dim, hidden_dim)
+        self.variant = variant
+        d = hidden_dim
+        if variant == "general":
+            self.W = nn.Parameter(torch.empty(d, d))  # (d, d): e_t,i = s_t^T W h_i
+            nn.init.xavier_uniform_(self.W)
+        elif variant == "additive":
+            self.score = ch05.AdditiveScore(d, d, d)  # d_a = d
+        elif variant == "multi_head":
+            self.attention = ch04.MultiHeadAttention(d, NUM_HEADS)
+        elif variant not in ("dot", "scaled_dot"):
+            raise ValueError(f"unknown attention variant {variant!r}; choose from {VARIANTS[1:]}")
+
+    def attend(self, states: torch.Tensor, enc_outputs: torch.Tensor, src_mask: torch.Tensor):
+        """Attention of the decoder states ``(B, T_dec, d)`` over the encoder states ``(B, T_enc, d)`` ->
+        ``(a (B, T_dec, d), alpha (B, T_dec, T_enc))``; padded source positions get weight 0."""
+        mask = src_mask[:, None, :]  # (B, 1, T_enc), True = may attend
+        if self.variant == "scaled_dot":
+            return ch04.scaled_dot_product_attention(states, enc_outputs, enc_outputs, mask)
+        if self.variant == "multi_head":
+            return self.attention(states, enc_outputs, enc_outputs, key_padding_mask=src_mask)
+        if self.variant == "dot":
+            scores = ch04.dot_score(states, enc_outputs)  # (B, T_dec, T_enc)
+        elif self.variant == "general":
+            scores = ch04.general_score(states, enc_outputs, self.W)
+        else:
+            scores = self.score(states, enc_outputs)
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (B, T_dec, T_enc)
+        return weights @ enc_outputs, weights  # (B, T_dec, d), (B, T_dec, T_enc)
+
+    def forward(self, tgt_in, hidden, enc_outputs, src_mask):
+        states, _ = self.rnn(self.embedding(tgt_in), hidden.unsqueeze(0))  # s_1 .. s_T_dec, (B, T_dec, d)
+        context, weights = self.attend(states, enc_outputs, src_mask)
+        attentional = torch.tanh(self.combine(torch.cat([context, states], dim=-1)))  # (B, T_dec, d)
+        return self.out(attentional), weights
+
+
+def build_variant(variant: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
+    """The encoder-decoder of ``variant`` (one of :data:`VARIANTS`), with ``config``'s sizes."""
+    encoder = GRUEncoder(src_vocab_size, config.emb_dim, config.hidden_dim)
+    if variant == "none":
+        decoder = PlainDecoder(tgt_vocab_size, config.emb_dim, config.hidden_dim)
+    else:
+        decoder = VariantDecoder(variant, tgt_vocab_size, config.emb_dim, config.hidden_dim)
+    return Seq2Seq(encoder, decoder)
+
+
+def train_variant(variant: str, config: VariantsConfig, encoded, device, amp_dtype=None, max_seconds=None, log=print):
+    """Train one variant for ``config.updates`` steps (fewer if ``max_seconds`` runs out); returns
+    ``(model, figures)`` with the training loss, the number of updates, the seconds and the tokens/s."""
+    data = config.data
+    seed_everything(data.seed)  # the same initial encoder and decoder core for every variant
+    src_size, tgt_size = encoded["vocab_sizes"]
+    model = build_variant(variant, data, src_size, tgt_size).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=data.lr)
+    train_pairs = encoded["train"]
+    lengths = [len(s) for s, _ in train_pairs]
+    progress = Progress(config.updates, f"{variant:>10}", enabled=log is print)
+    losses, target_tokens, step, epoch = [], 0, 0, 0
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    started = time.perf_counter()
+    while step < config.updates:
+        for indices in ch05.length_bucketed_batches(lengths, data.batch_size, seed=data.seed + epoch):
+            batch = make_batch([train_pairs[i] for i in indices])
+            losses.append(ch05.train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
+            target_tokens += int((batch["tgt_out"] != PAD_ID).sum())
+            step += 1
+            if step % 20 == 0 or step == config.updates:
+                progress.update(step, loss=sum(losses[-20:]) / len(losses[-20:]))
+            if step >= config.updates or (max_seconds is not None and time.perf_counter() - started > max_seconds):
+                break
+        epoch += 1
+        if max_seconds is not None and time.perf_counter() - started > max_seconds:
+            break
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - started
+    progress.close()
+    last = losses[-50:]
+    return model, {
+        "updates": step,
+        "epochs": step * data.batch_size / len(train_pairs),
+        "train_loss": sum(last) / len(last),
+        "train_seconds": seconds,
+        "target_tokens_per_second": target_tokens / seconds,
+    }
+
+
+@torch.no_grad()
+def soft_row_share(model: Seq2Seq, encoded_pairs, threshold: float = 0.9, batch_size: int = 250) -> float | None:
+    """The share of target rows (gold translation fed to the decoder, ``<eos>`` rows included) whose largest
+    attention weight is below ``threshold``; None for a model without attention weights."""
+    model.eval()
+    device = next(model.parameters()).device
+    peaks = []
+    for start in range(0, len(encoded_pairs), batch_size):
+        chunk = encoded_pairs[start : start + batch_size]
+        batch = make_batch(chunk)
+        _, weights = model.forward_with_weights(batch["src"].to(device), batch["lengths"], batch["tgt_in"].to(device))
+        if weights is None:
+            return None
+        peaks += [weights[row, : len(t), : len(s)].float().max(-1).values.cpu() for row, (s, t) in enumerate(chunk)]
+    return float((torch.cat(peaks) < threshold).float().mean())
+
+
+def run_variants(
+    config_name: str, out: Path | None = None, variants=VARIANTS, device=None, max_seconds=None, log=print
+):
+    """Train and evaluate ``variants`` with the configuration ``config_name``; returns the results dict and,
+    when ``out`` (a folder) is given, writes it to ``out/variants_results.json``.
+
+    ``device`` is anything :func:`pick_device` accepts (default: CUDA if present); on CUDA the forward passes
+    run under bf16 autocast. ``max_seconds`` bounds the training time of each variant (then fewer updates).
+    """
+    config = CONFIGS[config_name]
+    device = ch05.pick_device(device)
+    amp_dtype = torch.bfloat16 if device.type == "cuda" else None
+    src_vocab, tgt_vocab, splits, encoded = load_data(config.data)
+    encoded["vocab_sizes"] = (len(src_vocab), len(tgt_vocab))
+    log(
+        f"variants {list(variants)}, config {config_name!r}: {len(splits['train'])} train / {len(splits['test'])} test "
+        f"pairs, {config.updates} updates of {config.data.batch_size} sentences, device {device}, "
+        f"{torch.get_num_threads()} CPU threads"
+    )
+    results = {
+        "made_by": f"python -m experiments.variants --config {config_name}",
+        "config": {**dataclasses.asdict(config.data), "updates": config.updates, "num_heads": NUM_HEADS},
+        "device": str(device),
+        "amp_dtype": str(amp_dtype).replace("torch.", "") if amp_dtype else "float32",
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "labels": {v: LABELS[v] for v in variants},
+        "variants": {},
+    }
+    for variant in variants:
+        model, figures = train_variant(variant, config, encoded, device, amp_dtype, max_seconds, log)
+        started = time.perf_counter()
+        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            evaluation = evaluate(
+                model, splits["test"], encoded["test"], tgt_vocab, device, batch_size=config.eval_batch_size
+            )
+            soft = soft_row_share(model, encoded["test"])
+        evaluation.pop("examples", None)
+        results["variants"][variant] = {
+            "label": LABELS[variant],
+            "parameters": sum(p.numel() for p in model.parameters()),
+            **figures,
+            "eval_seconds": time.perf_counter() - started,
+            "soft_row_share": soft,
+            **evaluation,
+        }
+        log(
+            f"{variant}: exact match {evaluation['exact_match']:.3f}, BLEU {evaluation['bleu']:.1f}, "
+            f"{figures['target_tokens_per_second']:.0f} target tokens/s, {figures['train_seconds']:.0f} s training"
+        )
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / RESULTS_FILE
+        path.write_text(json.dumps(results, indent=1) + "\n")
+        log(f"wrote {path}")
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.variants", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="variants")
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: what pick_device finds)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of variants_results.json")
+    parser.add_argument("--no-write", action="store_true", help="write nothing (a dry run)")
+    parser.add_argument("--max-seconds", type=float, default=None, help="bound each variant's training time")
+    args = parser.parse_args(argv)
+    run_variants(
+        args.config,
+        out=None if args.no_write else args.out,
+        variants=tuple(args.variants),
+        device=args.device,
+        max_seconds=args.max_seconds,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
