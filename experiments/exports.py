@@ -1,11 +1,13 @@
-"""Chapter 06's data, exported from the trained attention model of chapter 05.
+"""Chapter 06's data, exported from one trained attention model of chapter 05's program.
 
-    python -m experiments.exports
+    python -m experiments.exports [--checkpoint PATH]
 
-trains nothing: it rewrites ``attention_course/assets/attention_maps.npz`` from the saved
-``attention_course/assets/attention_model.pt`` (and the left-to-right encoder's model in
-``experiments/forward_encoder/``, for the comparison). ``python -m experiments.translation`` calls
-:func:`export_attention_maps` itself after training the attention model.
+trains nothing: from :data:`MAPS_MODEL` (``experiments/maps_model/attention_model.pt``, the model that
+``python -m experiments.translation --config maps --model attention`` trains) it writes
+``attention_course/assets/attention_maps.npz`` (maps, translations, vocabularies, the source embedding table) and
+``attention_course/assets/attention_scorer.pt2`` (the model as a black-box scorer, a ``torch.export`` program;
+see :func:`export_scorer`). ``python -m experiments.translation``
+calls :func:`export_attention_maps` itself after training that model.
 """
 
 from __future__ import annotations
@@ -18,29 +20,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
-from attention_course.data import BOS_ID, PAD_ID
+from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 from attention_course.translation import Seq2Seq, greedy_translate
 from autograder.reference.ch05_gpu_training import pad_batch
-from experiments.translation import DEFAULT_OUT, FORWARD_OUT, ROOT, Config, build_model, load_data, make_batch
+from experiments.translation import DEFAULT_OUT, MAPS_OUT, ROOT, Config, build_model, load_data, make_batch
 
-# Chapter 06 reads data, never the model: a model file would carry the decoder's code or enough to
-# rebuild it, and chapter 05 asks the students to write that decoder.
+# the one model chapter 06 reads (``--config maps``: bidirectional encoder, scaled dot-product score; see
+# experiments.soft_maps for its two measured figures)
+MAPS_MODEL = MAPS_OUT / "attention_model.pt"
+
+# Chapter 06 reads data and a black box, never the model's code: chapter 05 asks the students to write the
+# decoder, so what ships is numbers and an exported graph of aten operations (no Python source, see export_scorer).
 MAPS_FILE = "attention_maps.npz"
 # the sentences chapter 06 draws, with their correct translations ("i love you" is also the first test sentence)
-CHAPTER05_EXAMPLES = (
+CHAPTER06_EXAMPLES = (
     ("i love you", "je t' aime"),
     ("the young girl that sees my dog hears the boys", "la jeune fille qui voit mon chien entend les garçons"),
     ("she finds the small red cars", "elle trouve les petites voitures rouges"),
     ("he does not see them", "il ne les voit pas"),
 )
-# (english, french, output word) whose source-token importances chapter 06 compares with attention
-CHAPTER05_EXPLAINED = (
-    ("she finds the small red cars", "elle trouve les petites voitures rouges", "rouges"),
-    ("i love you", "je t' aime", "t'"),
-)
+# the scorer's fixed lengths (tokens, <eos> included): torch.export unrolls the recurrences, so the time of a call
+# and of loading grows with them; chapter 06 scores short sentences only
+SCORER_MAX_SOURCE, SCORER_MAX_TARGET = 17, 25
 NUM_GREEDY = 300  # test sentences with stored greedy translations (besides the named examples)
-NUM_AGREEMENT = 150  # test sentences (after "i love you") with occlusion importances of every output word
 
 
 def load_attention_model(path: Path):
@@ -51,6 +55,95 @@ def load_attention_model(path: Path):
     model = build_model("attention", config, len(saved["source_vocab"]), len(saved["target_vocab"]))
     model.load_state_dict(saved["model"])
     return model.eval(), config, saved
+
+
+SCORER_FILE = "attention_scorer.pt2"
+STRIPPED_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn", "from_node", "custom")
+
+
+def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
+    """One step of ``nn.GRU``'s cell (gates r, z, n in PyTorch's order): ``x`` ``(B, d_in)``, ``h`` ``(B, d)``."""
+    r_x, z_x, n_x = (x @ w_ih.T + b_ih).chunk(3, dim=-1)
+    r_h, z_h, n_h = (h @ w_hh.T + b_hh).chunk(3, dim=-1)
+    r, z = torch.sigmoid(r_x + r_h), torch.sigmoid(z_x + z_h)
+    n = torch.tanh(n_x + r * n_h)
+    return (1 - z) * n + z * h
+
+
+class TeacherForcedScorer(nn.Module):
+    """The trained model as chapter 06's black box: ``(src_embedded (L_enc, d_e), src_mask (L_enc,) bool,
+    tgt_ids (L_dec,) long) -> (log p(y_t | y_<t, x) (L_dec,), attention weights (L_dec, L_enc))`` for one
+    sentence, the decoder fed the gold prefix ``<bos> y_1 .. y_{t-1}``.
+
+    Inputs are padded to the fixed lengths ``L_enc``, ``L_dec`` the program is exported with (``torch.export``
+    unrolls recurrences, so the lengths cannot be dynamic): the encoder's GRU (each direction) keeps its state
+    at masked positions (a GRU step by hand, the same arithmetic as ``nn.GRU``), which gives at the real positions what
+    the packed sequence of :class:`attention_course.translation.GRUEncoder` gives; padded target positions
+    come after the real ones and change nothing before them.
+    """
+
+    def __init__(self, model: Seq2Seq):
+        super().__init__()
+        self.encoder_rnn = model.encoder.rnn  # no source embedding: the scorer starts from the embeddings
+        self.project, self.bridge, self.decoder = model.encoder.project, model.encoder.bridge, model.decoder
+
+    def _direction(self, suffix: str, xs, mask, reverse: bool):
+        weights = [
+            getattr(self.encoder_rnn, f"{n}_l0{suffix}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        ]
+        h = xs.new_zeros(xs.shape[0], self.encoder_rnn.hidden_size)  # (B, d)
+        states = [h] * xs.shape[1]
+        for i in reversed(range(xs.shape[1])) if reverse else range(xs.shape[1]):
+            h = torch.where(mask[:, i, None], _gru_step(xs[:, i], h, *weights), h)  # padding keeps the state
+            states[i] = h
+        return torch.stack(states, dim=1), h  # (B, L_enc, d), (B, d)
+
+    def forward(self, src_embedded, src_mask, tgt_ids):
+        src_embedded, src_mask, tgt_ids = src_embedded[None], src_mask[None], tgt_ids[None]  # a batch of one
+        states, last = self._direction("", src_embedded, src_mask, reverse=False)  # (B, L_enc, d), (B, d)
+        if self.encoder_rnn.bidirectional:
+            backward_states, first = self._direction("_reverse", src_embedded, src_mask, reverse=True)
+            states, last = torch.cat([states, backward_states], dim=-1), torch.cat([last, first], dim=-1)
+        outputs = self.project(states) * src_mask[..., None].to(states.dtype)  # (B, L_enc, d)
+        summary = torch.tanh(self.bridge(last))  # (B, d)
+        tgt_in = torch.cat([torch.full_like(tgt_ids[:, :1], BOS_ID), tgt_ids[:, :-1]], dim=1)  # (B, L_dec)
+        logits, weights = self.decoder(tgt_in, summary, outputs, src_mask)
+        log_probs = torch.log_softmax(logits, dim=-1).gather(2, tgt_ids[..., None])[..., 0]  # (B, L_dec)
+        return log_probs[0], weights[0]
+
+
+def export_scorer(model: Seq2Seq, path: Path, max_source: int, max_target: int) -> dict:
+    """Export :class:`TeacherForcedScorer` of ``model`` with ``torch.export`` (static shapes: lengths
+    ``max_source``, ``max_target``; a dynamic batch size doubles the loading time) to ``path``, without the
+    stack traces and module paths that ``torch.export`` records (they quote source lines); returns size and
+    timings."""
+    scorer = TeacherForcedScorer(model).eval()
+    example = (
+        torch.zeros(max_source, scorer.encoder_rnn.input_size),
+        torch.ones(max_source, dtype=torch.bool),
+        torch.full((max_target,), EOS_ID, dtype=torch.long),
+    )
+    started = time.perf_counter()
+    program = torch.export.export(scorer, example)
+    for node in program.graph.nodes:
+        for key in STRIPPED_META:
+            node.meta.pop(key, None)
+    torch.export.save(program, path)
+    exported = time.perf_counter() - started
+    started = time.perf_counter()
+    loaded = torch.export.load(path).module()
+    loading = time.perf_counter() - started
+    with torch.no_grad():
+        np.testing.assert_allclose(loaded(*example)[0].numpy(), scorer(*example)[0].numpy(), atol=1e-5)
+    return {
+        "file": SCORER_FILE,
+        "max_source": max_source,
+        "max_target": max_target,
+        "bytes": path.stat().st_size,
+        "nodes": len(program.graph.nodes),
+        "export_seconds": round(exported, 1),
+        "load_seconds": round(loading, 1),
+    }
 
 
 def _flat(arrays, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -89,45 +182,6 @@ def forced_maps(model: Seq2Seq, encoded_pairs, batch_size: int = 250):
     return maps
 
 
-def occlusion_drops(model: Seq2Seq, src_ids, tgt_ids) -> tuple[np.ndarray, np.ndarray]:
-    """Occlusion with the gold prefix: ``drops[i, t] = log p(y_t | x) - log p(y_t | x with word i replaced by
-    padding)`` for the ``S`` source words and ``T`` target words (``<eos>`` of neither); returns ``(drops (S, T),
-    log p(y_t | x) (T,))``."""
-    S, T = len(src_ids) - 1, len(tgt_ids) - 1
-    src, lengths = torch.tensor([src_ids]), torch.tensor([len(src_ids)])
-    tgt_in = torch.tensor([[BOS_ID] + tgt_ids[:-1]])
-    gold = torch.tensor(tgt_ids[:T])
-    with torch.no_grad():
-        logits, _ = model.forward_with_weights(src, lengths, tgt_in)
-        base = torch.log_softmax(logits[0, :T], -1)[torch.arange(T), gold]
-        occluded = src.repeat(S, 1)
-        occluded[torch.arange(S), torch.arange(S)] = PAD_ID  # row i hides word i
-        logits_occ, _ = model.forward_with_weights(occluded, lengths.repeat(S), tgt_in.repeat(S, 1))
-        logp_occ = torch.log_softmax(logits_occ[:, :T], -1)[:, torch.arange(T), gold]  # (S, T)
-    return (base[None, :] - logp_occ).numpy(), base.numpy()
-
-
-def token_importances(model: Seq2Seq, src_vocab, tgt_vocab, english: str, french: str, word: str) -> dict:
-    """Attention weight, occlusion drop (clamped at 0) and |gradient x input| of every source word (without
-    ``<eos>``) for the first occurrence of ``word`` in ``french``, with the gold prefix; unnormalised."""
-    src_ids, tgt_ids = src_vocab.encode(english), tgt_vocab.encode(french)
-    t, S = french.split().index(word), len(src_ids) - 1
-    drops, base = occlusion_drops(model, src_ids, tgt_ids)
-    src, lengths = torch.tensor([src_ids]), torch.tensor([len(src_ids)])
-    tgt_in = torch.tensor([[BOS_ID] + tgt_ids[:-1]])
-    embedded = model.embed_source(src).detach().requires_grad_()
-    logits, weights = model.forward_embedded(embedded, src, lengths, tgt_in)
-    torch.log_softmax(logits[0, t], -1)[tgt_ids[t]].backward()
-    grad_x_input = (embedded.grad[0, :S] * embedded[0, :S]).sum(-1).abs().detach()
-    return {
-        "position": t,
-        "attention": weights[0, t, :S].detach().numpy(),
-        "occlusion": np.clip(drops[:, t], 0.0, None),
-        "grad_x_input": grad_x_input.numpy(),
-        "probability": float(np.exp(base[t])),
-    }
-
-
 def _check_vocabularies(checkpoint: Path, saved: dict, src_vocab, tgt_vocab) -> None:
     if saved["source_vocab"] != src_vocab.itos or saved["target_vocab"] != tgt_vocab.itos:
         raise ValueError(f"{checkpoint} was trained with other vocabularies than build_vocabularies() gives")
@@ -141,28 +195,25 @@ def saved_test_results(checkpoint: Path) -> dict:
     return {key: results[key] for key in ("exact_match", "bleu", "by_length") if key in results}
 
 
-def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: Path | None = None, log=print) -> Path:
-    """Write chapter 06's data file ``maps_out/attention_maps.npz`` from the attention model in ``checkpoint``
-    (and, where ``forward_checkpoint`` exists, the model of ``--config forward`` for comparison).
+def export_attention_maps(checkpoint: Path, maps_out: Path, log=print) -> Path:
+    """Write chapter 06's data from the attention model in ``checkpoint`` (:data:`MAPS_MODEL`, the one model that
+    draws every map of the chapter): ``maps_out/attention_scorer.pt2``, the model as a black box
+    (:func:`export_scorer`), and ``maps_out/attention_maps.npz``.
 
-    Only numbers and strings (loadable with ``np.load(path, allow_pickle=False)``); token sequences are
-    strings of space-separated tokens, ragged matrices are concatenated row-major with their shapes beside:
+    The ``.npz`` holds only numbers and strings (loadable with ``np.load(path, allow_pickle=False)``); token
+    sequences are strings of space-separated tokens, ragged matrices are concatenated row-major with their shapes
+    beside:
 
-    - ``meta``: JSON (configuration, number of parameters, test results, how the file was made);
+    - ``meta``: JSON (configuration, number of parameters, test results, the scorer's file, lengths and size,
+      how the file was made);
     - ``greedy_english``, ``greedy_output``, ``greedy_reference``, ``greedy_shape`` (N, 2), ``greedy_weights``
       (float32): the chapter's named examples and the first ``NUM_GREEDY`` test sentences, greedily translated
-      (output up to ``<eos>`` included) with their attention maps ``(T, S)`` (source ``<eos>`` included);
+      (output up to ``<eos>`` included) with their attention maps ``(T_dec, T_enc)`` (source ``<eos>`` included);
     - ``test_english``, ``test_french``, ``test_shape``, ``test_weights`` (float32): the whole test split with
       the attention maps of the gold translation fed to the decoder (``<eos>`` row and column included);
-    - ``agreement_index`` (test sentences 1 to ``NUM_AGREEMENT``), ``agreement_shape``, ``agreement_drops``
-      (float32): the occlusion drops ``(S, T)`` of every source word for every output word of those sentences
-      (no ``<eos>``);
-    - ``explain_english``, ``explain_french``, ``explain_word``, ``explain_position``, ``explain_probability``,
-      ``explain_length`` and the concatenated per-word ``explain_attention``, ``explain_occlusion``,
-      ``explain_grad_x_input`` (float32) for the outputs of ``CHAPTER05_EXPLAINED``;
-    - ``forward_english``, ``forward_output``, ``forward_shape``, ``forward_weights``: the greedy translations and
-      attention maps of the named examples by the left-to-right encoder's model, whose configuration, size
-      and test results (from its ``translation_results.json``) are in ``meta["forward"]``.
+    - ``source_vocab``, ``target_vocab``: the vocabularies (token strings in id order), and
+      ``source_embeddings`` (float32, ``(n_vocab, d_e)``): the encoder's embedding table, which turns source ids
+      into the embeddings the scorer takes.
     """
     started = time.perf_counter()
     torch.manual_seed(0)
@@ -170,41 +221,23 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
     src_vocab, tgt_vocab, splits, encoded = load_data(config)
     _check_vocabularies(checkpoint, saved, src_vocab, tgt_vocab)
     test = splits["test"]
-    named = [english for english, _ in CHAPTER05_EXAMPLES]
-    greedy_pairs = list(CHAPTER05_EXAMPLES) + [pair for pair in test[:NUM_GREEDY] if pair[0] not in named]
+    named = [english for english, _ in CHAPTER06_EXAMPLES]
+    greedy_pairs = list(CHAPTER06_EXAMPLES) + [pair for pair in test[:NUM_GREEDY] if pair[0] not in named]
     greedy = greedy_maps(model, [english for english, _ in greedy_pairs], src_vocab, tgt_vocab)
     greedy_shape, greedy_weights = _flat([w for _, w in greedy], np.float32)
     test_shape, test_weights = _flat(forced_maps(model, encoded["test"]), np.float32)
-    agreement_index = np.arange(1, min(NUM_AGREEMENT, len(test) - 1) + 1)
-    drops = [occlusion_drops(model, *encoded["test"][i])[0] for i in agreement_index]
-    explained = [token_importances(model, src_vocab, tgt_vocab, *example) for example in CHAPTER05_EXPLAINED]
-    forward_meta, forward_arrays = {}, {}
-    if forward_checkpoint is not None and forward_checkpoint.exists():
-        forward_model, _, forward_saved = load_attention_model(forward_checkpoint)
-        _check_vocabularies(forward_checkpoint, forward_saved, src_vocab, tgt_vocab)
-        forward = greedy_maps(forward_model, named, src_vocab, tgt_vocab)
-        forward_shape, forward_weights = _flat([w for _, w in forward], np.float32)
-        forward_meta["forward"] = {
-            "made_by": "python -m experiments.translation --config forward --model attention",
-            "config": forward_saved["config"],
-            "parameters": sum(p.numel() for p in forward_model.parameters()),
-            "test": saved_test_results(forward_checkpoint),
-        }
-        forward_arrays = {
-            "forward_english": np.array(named),
-            "forward_output": np.array([" ".join(output) for output, _ in forward]),
-            "forward_shape": forward_shape,
-            "forward_weights": forward_weights,
-        }
+    maps_out.mkdir(parents=True, exist_ok=True)
+    scorer = export_scorer(model, maps_out / SCORER_FILE, SCORER_MAX_SOURCE, SCORER_MAX_TARGET)
+    log(f"wrote {maps_out / SCORER_FILE}: {scorer}")
     meta = {
-        "description": "attention maps and source-word importances of chapter 05's attention model, for chapter 06",
-        "made_by": "python -m experiments.translation --export-only",
+        "description": "attention maps of chapter 05's attention model and what chapter 06 needs to score it",
+        "made_by": "python -m experiments.exports",
         "checkpoint": str(checkpoint.relative_to(ROOT)) if checkpoint.is_relative_to(ROOT) else str(checkpoint),
         "config": saved["config"],
         "parameters": sum(p.numel() for p in model.parameters()),
         "test": saved_test_results(checkpoint),
         "torch": torch.__version__,
-        **forward_meta,
+        "scorer": scorer,
     }
     arrays = {
         "meta": np.array(json.dumps(meta)),
@@ -217,22 +250,10 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, forward_checkpoint: 
         "test_french": np.array([french for _, french in test]),
         "test_shape": test_shape,
         "test_weights": test_weights,
-        "agreement_index": agreement_index.astype(np.int32),
-        "agreement_shape": np.array([d.shape for d in drops], dtype=np.int32).reshape(len(drops), 2),
-        "agreement_drops": np.concatenate([d.astype(np.float32).ravel() for d in drops]),
-        "explain_english": np.array([e for e, _, _ in CHAPTER05_EXPLAINED]),
-        "explain_french": np.array([f for _, f, _ in CHAPTER05_EXPLAINED]),
-        "explain_word": np.array([w for _, _, w in CHAPTER05_EXPLAINED]),
-        "explain_position": np.array([x["position"] for x in explained], dtype=np.int32),
-        "explain_probability": np.array([x["probability"] for x in explained], dtype=np.float32),
-        "explain_length": np.array([len(x["attention"]) for x in explained], dtype=np.int32),
-        **{
-            f"explain_{key}": np.concatenate([x[key] for x in explained]).astype(np.float32)
-            for key in ("attention", "occlusion", "grad_x_input")
-        },
-        **forward_arrays,
+        "source_vocab": np.array(src_vocab.itos),
+        "target_vocab": np.array(tgt_vocab.itos),
+        "source_embeddings": model.encoder.embedding.weight.detach().numpy().astype(np.float32),
     }
-    maps_out.mkdir(parents=True, exist_ok=True)
     path = maps_out / MAPS_FILE
     np.savez_compressed(path, **arrays)
     log(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, {time.perf_counter() - started:.0f} s)")
@@ -243,10 +264,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.exports", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--checkpoint", type=Path, default=DEFAULT_OUT / "attention_model.pt")
+    parser.add_argument("--checkpoint", type=Path, default=MAPS_MODEL, help="the model (default: %(default)s)")
     parser.add_argument("--maps-out", type=Path, default=DEFAULT_OUT, help="where chapter 06's data goes")
     args = parser.parse_args(argv)
-    export_attention_maps(args.checkpoint, args.maps_out, FORWARD_OUT / "attention_model.pt")
+    export_attention_maps(args.checkpoint, args.maps_out)
     return 0
 
 

@@ -12,20 +12,22 @@ translations of the held-out test split by source length and writes, into ``--ou
   accuracy and BLEU by source length (the table and figures of chapter 05);
 - ``attention_model.pt``: the attention model's weights and vocabularies (a few MB);
 
-and into ``--maps-out`` (default ``attention_course/assets/`` too) ``attention_maps.npz``, the
-data chapter 06 reads (attention maps, greedy translations, occlusion and gradient x input
-importances; numbers only, no model and no code, see :func:`experiments.exports.export_attention_maps`).
-
-    python -m experiments.translation --export-only
-
-trains nothing: it rewrites ``attention_maps.npz`` from the saved ``OUT/attention_model.pt``
-(under a minute on a 2-core CPU; the file is about 1 MB).
 
     python -m experiments.translation --config forward --model attention
 
 trains the attention model with a left-to-right encoder only (medium's data and sizes) into
-``experiments/forward_encoder/`` and adds its maps of chapter 06's named examples to
-``attention_maps.npz``: chapter 06 compares them with the bidirectional model's.
+``experiments/forward_encoder/``.
+
+    python -m experiments.translation --config maps --model attention
+
+trains the model chapter 06 reads (``experiments.exports.MAPS_MODEL``) into ``experiments/maps_model/`` and then
+writes chapter 06's data into ``--maps-out`` (default ``attention_course/assets/``): ``attention_maps.npz`` (maps,
+translations, vocabularies) and ``attention_scorer.pt2`` (the model as a black-box scorer); see
+:mod:`experiments.exports`.
+
+    python -m experiments.translation --export-only
+
+trains nothing: it rewrites chapter 06's data from the saved model (same as ``python -m experiments.exports``).
 
 Several GPUs or machines: launch the same program with PyTorch's ``torchrun``, e.g.
 ``torchrun --nproc_per_node=4 -m experiments.translation --config full``; every process then
@@ -431,7 +433,7 @@ def run(
             if maps_out is not None:
                 from experiments.exports import export_attention_maps
 
-                export_attention_maps(out / "attention_model.pt", maps_out, FORWARD_OUT / "attention_model.pt", log=log)
+                export_attention_maps(out / "attention_model.pt", maps_out, log=log)
     if out is not None and rank == 0:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "translation_results.json"
@@ -482,16 +484,13 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--export-only",
         action="store_true",
-        help="train nothing: write chapter 06's attention_maps.npz from OUT/attention_model.pt "
-        "(and experiments/forward_encoder/attention_model.pt)",
+        help="train nothing: write chapter 06's data from the model it reads (python -m experiments.exports)",
     )
     args = parser.parse_args(argv)
-    from experiments.exports import export_attention_maps
+    from experiments.exports import MAPS_MODEL, export_attention_maps
 
     if args.export_only:
-        export_attention_maps(
-            (args.out or DEFAULT_OUT) / "attention_model.pt", args.maps_out, FORWARD_OUT / "attention_model.pt"
-        )
+        export_attention_maps(MAPS_MODEL, args.maps_out)
         return 0
     config = CONFIGS[args.config]
     out = args.out or (MAPS_OUT if config.name == "maps" else DEFAULT_OUT if config.bidirectional else FORWARD_OUT)
@@ -506,14 +505,11 @@ def main(argv=None) -> int:
         device=args.device,
         workdir=workdir,
         out=None if args.no_write else out,
-        maps_out=None if args.no_write or not config.bidirectional else args.maps_out,
+        maps_out=args.maps_out if not args.no_write and out / "attention_model.pt" == MAPS_MODEL else None,
         max_seconds=args.max_seconds,
         show_progress=not args.quiet,
         dump_params=args.dump_params,
     )
-    if not config.bidirectional and not args.no_write and "attention" in models:
-        # the forward model only adds a comparison to chapter 06's data; the main model stays chapter 05's
-        export_attention_maps(DEFAULT_OUT / "attention_model.pt", args.maps_out, out / "attention_model.pt")
     return 0
 
 

@@ -1,29 +1,39 @@
 """The shipped results of the training program are what the shipped models compute.
 
-``python -m experiments.translation`` writes the attention models (chapter 05's beside its
-notebook, the left-to-right encoder's in ``experiments/forward_encoder/``) and, from them,
-chapter 06's ``attention_maps.npz``. Recomputing the maps of the chapter's named examples from
-the models (a few seconds) catches a data file left behind by a retrained model.
+``python -m experiments.translation`` writes the attention models (chapter 05's in
+``attention_course/assets/``, the left-to-right encoder's in ``experiments/forward_encoder/``) and, from the
+one chapter 06 reads (``experiments.exports.MAPS_MODEL``), chapter 06's ``attention_maps.npz`` and the
+black-box scorer ``attention_scorer.pt2``. Recomputing the maps of the chapter's named examples from the
+model (a few seconds) catches a data file left behind by a retrained model.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import zipfile
 
 import numpy as np
 import pytest
+import torch
 
+from attention_course.data import BOS_ID, EOS_ID
 from attention_course.toy_translation import build_vocabularies
+from autograder.reference import ch05_gpu_training
 from experiments.exports import (
-    CHAPTER05_EXAMPLES,
+    CHAPTER06_EXAMPLES,
     MAPS_FILE,
+    MAPS_MODEL,
+    SCORER_FILE,
     greedy_maps,
     load_attention_model,
     saved_test_results,
 )
-from experiments.translation import DEFAULT_OUT, FORWARD_OUT
+from experiments.translation import DEFAULT_OUT
 
 MAPS = DEFAULT_OUT / MAPS_FILE
+SCORER = DEFAULT_OUT / SCORER_FILE
 
 
 def _unpack(shapes, flat):
@@ -31,24 +41,79 @@ def _unpack(shapes, flat):
     return [flat[end - rows * cols : end].reshape(rows, cols) for (rows, cols), end in zip(shapes, ends)]
 
 
-@pytest.mark.parametrize("prefix, checkpoint", [("greedy", DEFAULT_OUT), ("forward", FORWARD_OUT)])
-def test_chapter05_maps_of_the_named_examples_come_from_the_shipped_models(prefix, checkpoint):
+def test_chapter06_maps_of_the_named_examples_come_from_the_maps_model():
     archive = np.load(MAPS, allow_pickle=False)
-    model, _, _ = load_attention_model(checkpoint / "attention_model.pt")
+    model, _, _ = load_attention_model(MAPS_MODEL)
     src_vocab, tgt_vocab = build_vocabularies()
-    named = [english for english, _ in CHAPTER05_EXAMPLES]
-    assert [str(s) for s in archive[f"{prefix}_english"][: len(named)]] == named
-    stored = _unpack(archive[f"{prefix}_shape"], archive[f"{prefix}_weights"])[: len(named)]
+    assert [str(t) for t in archive["source_vocab"]] == src_vocab.itos
+    assert [str(t) for t in archive["target_vocab"]] == tgt_vocab.itos
+    np.testing.assert_array_equal(archive["source_embeddings"], model.encoder.embedding.weight.detach().numpy())
+    named = [english for english, _ in CHAPTER06_EXAMPLES]
+    assert [str(s) for s in archive["greedy_english"][: len(named)]] == named
+    stored = _unpack(archive["greedy_shape"], archive["greedy_weights"])[: len(named)]
     for (output, weights), stored_output, stored_weights in zip(
-        greedy_maps(model, named, src_vocab, tgt_vocab), archive[f"{prefix}_output"], stored
+        greedy_maps(model, named, src_vocab, tgt_vocab), archive["greedy_output"], stored
     ):
         assert " ".join(output) == str(stored_output)
         np.testing.assert_allclose(weights, stored_weights, atol=1e-4)
 
 
-def test_chapter05_quotes_the_test_results_of_both_models():
+def test_chapter06_quotes_the_test_results_of_its_model():
     meta = json.loads(str(np.load(MAPS, allow_pickle=False)["meta"]))
-    assert meta["test"] == saved_test_results(DEFAULT_OUT / "attention_model.pt")
-    assert meta["forward"]["test"] == saved_test_results(FORWARD_OUT / "attention_model.pt")
-    assert meta["forward"]["config"]["bidirectional"] is False and meta["config"].get("bidirectional", True)
-    assert 0 < meta["forward"]["test"]["exact_match"] < meta["test"]["exact_match"] <= 1
+    assert meta["test"] == saved_test_results(MAPS_MODEL)
+    assert 0 < meta["test"]["exact_match"] <= 1
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return torch.export.load(SCORER).module()
+
+
+def test_the_scorer_computes_what_the_model_computes(scorer):
+    """The exported scorer (padded to its fixed lengths) gives the model's own teacher-forced log-probabilities
+    and attention weights, with gradients with respect to the source embeddings that match the model's."""
+    model, _, _ = load_attention_model(MAPS_MODEL)
+    meta = json.loads(str(np.load(MAPS, allow_pickle=False)["meta"]))
+    max_source, max_target = meta["scorer"]["max_source"], meta["scorer"]["max_target"]
+    src_vocab, tgt_vocab = build_vocabularies()
+    for english, french in CHAPTER06_EXAMPLES:
+        src, tgt = torch.tensor(src_vocab.encode(english)), torch.tensor(tgt_vocab.encode(french))
+        T_enc, T_dec = len(src), len(tgt)
+        assert src[-1] == EOS_ID and tgt[-1] == EOS_ID
+        embedded = model.embed_source(src[None]).detach().requires_grad_()  # (1, T_enc, d_e)
+        logits, weights = model.forward_embedded(
+            embedded, src[None], torch.tensor([T_enc]), torch.cat([torch.tensor([BOS_ID]), tgt[:-1]])[None]
+        )
+        log_probs = torch.log_softmax(logits[0], -1)[torch.arange(T_dec), tgt]  # (T_dec,)
+        log_probs[1].backward()
+        E = embedded[0].detach().clone().requires_grad_()
+        padded = torch.cat([E, E.new_zeros(max_source - T_enc, E.shape[1])])
+        target = torch.full((max_target,), EOS_ID)
+        target[:T_dec] = tgt
+        got_log_probs, got_weights = scorer(padded, torch.arange(max_source) < T_enc, target)
+        assert got_log_probs.shape == (max_target,) and got_weights.shape == (max_target, max_source)
+        torch.testing.assert_close(got_log_probs[:T_dec], log_probs.detach(), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(got_weights[:T_dec, :T_enc], weights[0].detach(), atol=1e-5, rtol=1e-4)
+        assert float(got_weights[:T_dec, T_enc:].abs().max()) == 0.0, "no weight on padded source positions"
+        got_log_probs[1].backward()
+        torch.testing.assert_close(E.grad, embedded.grad[0], atol=1e-5, rtol=1e-3)
+
+
+def test_the_scorer_ships_no_source_code():
+    """torch.export records stack traces with source lines; the shipped program must hold none of chapter 05's
+    solution (the decoder is an exercise there) nor any path or name of the course's code."""
+    with zipfile.ZipFile(SCORER) as archive:
+        text = "\n".join(archive.read(name).decode("latin-1") for name in archive.namelist())
+    reference = inspect.getsource(ch05_gpu_training)
+    docstrings = {
+        ast.get_docstring(node)
+        for node in ast.walk(ast.parse(reference))
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)) and ast.get_docstring(node)
+    }
+    lines = {line.strip() for line in reference.splitlines() if len(line.strip()) >= 20}
+    lines |= {line.strip() for doc in docstrings for line in doc.splitlines() if len(line.strip()) >= 20}
+    leaked = sorted(line for line in lines if line in text)
+    assert not leaked, f"{SCORER.name} contains source lines of the chapter 05 reference: {leaked[:5]}"
+    for needle in ("AttentionDecoder", "ch05_gpu_training", "autograder", "experiments", ".py", "stack_trace"):
+        assert needle not in text, f"{SCORER.name} mentions {needle!r}"
+    assert len(lines) > 20  # the check reads the reference's code

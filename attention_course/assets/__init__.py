@@ -5,7 +5,8 @@ They are results of the course's training programs, regenerable from the reposit
 - ``bottleneck_results.json``: chapter 02's bottleneck curve (``scripts/train_bottleneck.py``);
 - ``translation_results.json`` and ``attention_model.pt``: chapter 05's trained translation
   models (``python -m experiments.translation --config medium``);
-- ``attention_maps.npz``: the maps chapter 06 reads (``python -m experiments.translation --export-only``).
+- ``attention_maps.npz`` and ``attention_scorer.pt2``: the maps chapter 06 reads and its model as a black-box
+  scorer (a ``torch.export`` program, no Python source), both from ``python -m experiments.exports``.
 
 A notebook finds them with :func:`path`, wherever the package is installed::
 
