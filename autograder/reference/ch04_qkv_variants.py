@@ -13,9 +13,9 @@ from torch import nn
 def dot_score(q, k):
     """Dot-product scores (Luong "dot").
 
-    q: (B, T_q, d), k: (B, T_k, d). Returns (B, T_q, T_k) with entry [b, i, j] = q[b, i] . k[b, j].
+    q: (B, T_q, d_k), k: (B, T_k, d_k). Returns (B, T_q, T_k) with entry [b, i, j] = q[b, i] . k[b, j].
     """
-    return q @ k.transpose(-2, -1)  # (B, T_q, d) @ (B, d, T_k)
+    return q @ k.transpose(-2, -1)  # (B, T_q, d_k) @ (B, d_k, T_k)
 
 
 def general_score(q, k, W):
