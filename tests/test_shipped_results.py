@@ -94,7 +94,7 @@ def test_the_scorer_computes_what_the_model_computes(scorer):
         assert got_log_probs.shape == (max_target,) and got_weights.shape == (max_target, max_source)
         torch.testing.assert_close(got_log_probs[:T_dec], log_probs.detach(), atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(got_weights[:T_dec, :T_enc], weights[0].detach(), atol=1e-5, rtol=1e-4)
-        assert float(got_weights[:T_dec, T_enc:].abs().max()) == 0.0, "no weight on padded source positions"
+        assert float(got_weights[:T_dec, T_enc:].detach().abs().max()) == 0.0, "no weight on padded source positions"
         got_log_probs[1].backward()
         torch.testing.assert_close(E.grad, embedded.grad[0], atol=1e-5, rtol=1e-3)
 
