@@ -13,6 +13,11 @@ No graded function is implemented in this package (tests/test_attention_course.p
 the names against every exercise).
 """
 
+# The course's version: the package's version (pyproject.toml reads it from here), the git tag
+# ``v<version>`` the Colab setup cell installs from, and the version every student notebook's
+# setup cell asks for (autograder/setup_cell.py).
+__version__ = "0.1.0"
+
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID, copy_task, reversal_task, token_vocabulary
 
-__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "copy_task", "reversal_task", "token_vocabulary"]
+__all__ = ["__version__", "BOS_ID", "EOS_ID", "PAD_ID", "copy_task", "reversal_task", "token_vocabulary"]

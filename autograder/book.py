@@ -34,6 +34,7 @@ from autograder.conventions import (
     without_markers,
 )
 from autograder.execute import executed
+from autograder.setup_cell import is_setup_cell
 
 EDITIONS = ("student", "instructor")
 MATHJAX_ES5 = course.ROOT / ".venv" / "npm" / "node_modules" / "mathjax" / "es5"
@@ -83,14 +84,19 @@ def _source_file(entry: str) -> Path:
 
 
 def student_page(assignment: str) -> nbformat.NotebookNode:
-    """The student notebook with the reference outputs of its demo cells."""
+    """The student notebook with the reference outputs of its demo cells.
+
+    The setup cell (autograder/setup_cell.py), which only student notebooks have, is shown
+    without output and is left out when the two notebooks' cells are paired.
+    """
     student = nbformat.read(course.student_notebook(assignment), as_version=4)
     reference = executed(course.solution_notebook(assignment))
-    if len(student.cells) != len(reference.cells):
+    paired = [cell for cell in student.cells if not is_setup_cell(cell)]
+    if len(paired) != len(reference.cells):
         raise ValueError(
             f"{assignment}: chapters/ and solutions/ differ in cell count; run `python -m autograder generate`"
         )
-    for index, (cell, ref_cell) in enumerate(zip(student.cells, reference.cells)):
+    for index, (cell, ref_cell) in enumerate(zip(paired, reference.cells)):
         if is_demo_cell(cell):
             if not is_demo_cell(ref_cell) or cell.source != ref_cell.source:
                 stale = f"{assignment}: cell {index} differs from the instructor notebook"

@@ -9,9 +9,11 @@ nbgrader source), the student notebooks that ``generate_assignment`` writes go t
 working folder ``autograder/work/``.
 """
 
+import sys
 from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
 c = get_config()  # noqa: F821  (injected by traitlets when nbgrader loads this file)
@@ -34,6 +36,14 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "_buil
 
 # A cell may train a small model for a figure (chapters keep each cell well under this).
 c.Execute.timeout = 120
+
+# Every student notebook begins with the course's setup cell (autograder/setup_cell.py),
+# added after nbgrader's own steps; the course root goes on sys.path for that import.
+if str(_root) not in sys.path:
+    sys.path.insert(0, str(_root))
+from autograder.setup_cell import InsertSetupCell  # noqa: E402
+
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(), InsertSetupCell]
 
 # Feedback must not show the hidden tests' source.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

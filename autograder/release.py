@@ -2,7 +2,8 @@
 
 The configuration is ``autograder/nbgrader_config.py``; only the destination and the
 gradebook are overridden: the gradebook used here is a throwaway one, so that regenerating
-the student notebooks never touches the grading gradebook.
+the student notebooks never touches the grading gradebook. (The config adds one preprocessor
+after nbgrader's own: autograder/setup_cell.py's setup cell and kernel specification.)
 """
 
 from __future__ import annotations

@@ -142,7 +142,8 @@ def _copy_course(destination: Path, owner) -> None:
     destination.mkdir()
     for name in ("solutions", "chapters", "autograder", "attention_course"):
         shutil.copytree(course.ROOT / name, destination / name, ignore=ignore)
-    shutil.copy(course.ROOT / "pyproject.toml", destination)
+    for name in ("pyproject.toml", "_config.yml", "requirements.txt"):  # the setup cell reads the last two
+        shutil.copy(course.ROOT / name, destination)
     (destination / "autograder" / "work").mkdir()
     for path in [destination, *destination.rglob("*")]:
         os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
