@@ -6,8 +6,14 @@ One submission goes through::
     sanitize.py   bytes -> the plan: the student's cells, repaired against solutions/, tests restored
     runner.py     the plan -> grades: student code in the sandbox, tests here
       sandbox.py    the isolated kernel (namespaces, unprivileged user, limits, deadlines)
-      rpc.py        the trusted side of the calls: proxies and a strict decoder
-      agent.py      the other side, sent into the student's kernel as source
+      rpc.py        the session: the test's requests to the student's kernel
+        codec.py      the strict decoder of answers, the pickler of requests
+        proxy.py      handles on objects that stay in the student's process
+        autograd.py   the autograd bridge
+        devices.py    the same devices on both sides; devices a test simulates
+      protocol.py   what both sides agree on (standard library only)
+      agent.py      the other side, sent into the student's kernel as source (with protocol.py)
+      state.py      the grader process's state, put back for each submission
     gradebook.py  nbgrader's gradebook and the autograded notebooks (formgrader, export)
     report.py     grades.csv, details.csv, the feedback pages
     batch.py      the whole class, in parallel workers; cli.py, the command line

@@ -272,6 +272,7 @@ class Template:
     hidden_lines: set[str]  # normalised lines of the hidden tests that appear nowhere public
     kernel_name: str
     indices: dict[str, int]  # grade_id -> position in the instructor notebook
+    given: set[str] = field(default_factory=set)  # normalised code cells every student receives as they are
 
     @property
     def grade_ids(self) -> set[str]:
@@ -322,7 +323,8 @@ def load_template(assignment: str) -> Template:
     hidden_lines = {line for line in hidden_lines - outside if len(line) >= MIN_SECRET}
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
     indices = {_nbgrader(c)["grade_id"]: i for i, c in enumerate(nb.cells) if _nbgrader(c).get("grade_id")}
-    return Template(assignment, nb, tests, answers, written, locked, imports, hidden_lines, kernel, indices)
+    given = {_normalise(c.source) for c in released.cells if c.cell_type == "code"}
+    return Template(assignment, nb, tests, answers, written, locked, imports, hidden_lines, kernel, indices, given)
 
 
 @functools.cache
@@ -502,7 +504,7 @@ def prepare(data: bytes, template: Template) -> Plan:
             grade_id = None
         if cell["cell_type"] == "code":
             made = _clean_cell(cell)
-            if found := _suspicious(cell["source"]):
+            if _normalise(cell["source"]) not in template.given and (found := _suspicious(cell["source"])):
                 plan.flags.add("suspicious_code")
                 plan.notes.extend(f"suspicious code ({what}): {_normalise(cell['source'])[:120]}" for what in found)
             if grade_id in template.answers:
