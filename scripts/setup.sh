@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README's first command: set everything up on a fresh machine, then build the book.
 #   .venv/            Python environment with the pinned requirements and the course package
+#   _build/wheel/     the course package as a wheel (attention_course-<version>-py3-none-any.whl)
 #   .venv/npm/        MathJax 3 from npm, served locally by the book (no CDN)
 #   chromium          Debian's headless browser, for the browser tests (when run as root)
 #   _build/student/   the student edition      _build/instructor/   the instructor edition
@@ -14,6 +15,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+# The course package as a wheel, what a reader installs (`pip install` it anywhere): _build/wheel/
+rm -rf _build/wheel
+.venv/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+    --wheel-dir _build/wheel .
 
 if [ ! -f .venv/npm/node_modules/mathjax/es5/tex-chtml.js ] \
    || ! grep -q "\"version\": \"$MATHJAX_VERSION\"" .venv/npm/node_modules/mathjax/package.json; then
