@@ -40,6 +40,13 @@ def test_version_has_one_source():
     assert f'version="{VERSION}"' in setup_source()
 
 
+def test_readme_and_introduction_give_the_cells_command():
+    """The install command the cell prints is the one README and the book's introduction give."""
+    command = f'pip install "attention-course @ git+{course_repository()}@v{VERSION}"'
+    for page in ("README.md", "intro.md"):
+        assert command in " ".join((course.ROOT / page).read_text().split()), f"{page} lacks `{command}`"
+
+
 def test_every_student_notebook_starts_with_the_same_setup_cell(assignment):
     nb = nbformat.read(course.student_notebook(assignment), as_version=4)
     setup = [index for index, cell in enumerate(nb.cells) if is_setup_cell(cell)]
