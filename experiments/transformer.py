@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import platform
 import sys
 import time
@@ -77,7 +78,7 @@ CONFIGS = {
     # seconds, for tests
     "tiny": Config("tiny", 600, 50, 150, 12, 30, 32, 32, 4, 64, 1, 1e-3, 16, 32, 3e-3, warmup=5),
     # the shipped results: about 10 minutes on a 2-core CPU
-    "medium": Config("medium", 30000, 1000, 3000, 20, 2400, 64, 96, 4, 256, 2, 1e-3, 64, 128, 3e-3),
+    "medium": Config("medium", 30000, 1000, 3000, 20, 2400, 64, 80, 4, 256, 2, 2e-3, 64, 128, 3e-3),
     # for one GPU (scripts/gpu_check.py bounds each model's time)
     "full": Config("full", 200000, 2000, 5000, 20, 12000, 128, 256, 8, 1024, 3, 5e-4, 128, 256, 1e-3, warmup=1000),
 }
@@ -165,14 +166,15 @@ def train(kind: str, config: Config, encoded, device, max_seconds=None, show_pro
     every = max(1, len(batches) // 8)  # validation points
     history = {"step": [], "train_loss": [], "valid_loss": [], "seconds": []}
     progress = translation.Progress(len(batches), LABELS[kind], enabled=show_progress)
-    losses, tokens, train_seconds, step = [], 0, 0.0, 0
+    losses, tokens, train_seconds, cpu_seconds, step = [], 0, 0.0, 0.0, 0
     for step, indices in enumerate(batches):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, kind, step)
         batch = translation.make_batch([train_pairs[i] for i in indices])
         losses.append(train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
         train_seconds += time.perf_counter() - started  # train_step ends with loss.item(): synchronised
+        cpu_seconds += time.process_time() - cpu_started
         tokens += int((batch["tgt_out"] != PAD_ID).sum())
         out_of_time = budget is not None and train_seconds > budget
         if (step + 1) % every == 0 or step == len(batches) - 1 or out_of_time:
@@ -189,6 +191,7 @@ def train(kind: str, config: Config, encoded, device, max_seconds=None, show_pro
     figures = {
         "steps": step + 1,
         "train_seconds": train_seconds,
+        "train_cpu_seconds": cpu_seconds,  # CPU time of this process (all its threads) while training
         "target_tokens": tokens,
         "target_tokens_per_second": tokens / train_seconds,
         "final_train_loss": history["train_loss"][-1],
@@ -231,6 +234,7 @@ def run_transformer(
         "threads": torch.get_num_threads(),
         "precision": "bf16 autocast" if device.type == "cuda" else "float32",
         "torch": torch.__version__,
+        "load_average_at_start": os.getloadavg()[0],  # other work on the machine slows every figure below
         "data": {
             "train_pairs": len(splits["train"]),
             "valid_pairs": len(splits["valid"]),
@@ -263,6 +267,7 @@ def run_transformer(
         )
         del model
     results["total_seconds"] = time.perf_counter() - started
+    results["load_average_at_end"] = os.getloadavg()[0]
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

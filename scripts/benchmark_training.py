@@ -1,40 +1,49 @@
-"""Benchmark: training throughput of chapter 05's batched trainer against a per-sentence loop.
+"""Benchmark: training throughput of the course's batched trainer against a per-sentence loop, and the
+Transformer's beside the RNN's.
 
 What it measures, in target tokens per second (the real, non-pad tokens of the French side,
 EOS included: the tokens the loss is computed on; the same definition for every line):
 
 1. **batched, CPU**: the course's batched trainer, i.e. chapter 05's ``train_step`` (masked
    cross-entropy, Adam, gradient clipping at 1.0) on batches made by ``length_bucketed_batches``
-   and ``pad_batch`` (through ``experiments.translation.make_batch``), float32;
+   and ``pad_batch`` (through ``experiments.translation.make_batch``), float32, once per batch size
+   of ``--batch-sizes`` (default: the configuration's, 64 for ``medium``, and 256);
 2. **per-sentence loop, CPU**: the loop of the original PyTorch tutorial "Translation with a
    sequence to sequence network and attention": one sentence per optimisation step, the decoder
    stepped token by token in Python with teacher forcing, the per-token losses averaged
    (the same Adam and clipping as 1., so that only the loop differs). The encoder reads the
    sentence in one call (it is bidirectional, so it cannot be stepped one token at a time as the
    tutorial's unidirectional encoder was; this favours the per-sentence loop);
-3. **batched, GPU** (only where CUDA is present): the trainer of 1. on the GPU under bfloat16
-   autocast, as ``experiments.translation`` trains there.
+3. **Transformer, CPU**: the same trainer of 1. (same batches, same ``train_step``) on chapter 07's
+   Transformer as ``experiments.transformer`` builds it (``--config medium``: d_model 80, 4 heads,
+   d_ff 256, 2 + 2 layers, about as many parameters as the RNN);
+4. **batched, GPU** and **Transformer, GPU** (only where CUDA is present): 1. and 3. on the GPU
+   under bfloat16 autocast, as the training programs train there.
 
-All three train the attention model of ``experiments.translation`` (``GRUEncoder`` and
+The RNN lines train the attention model of ``experiments.translation`` (``GRUEncoder`` and
 chapter 05's ``AttentionDecoder``, built by ``build_model``) at the size of one of its
-configurations, ``--config medium`` by default (embeddings 64, hidden size 128, batches of 64
-sentences: the size of the shipped results), on a pool of sentences of the toy English -> French
-language, cycled as often as needed. Each measurement runs in its own Python process (so that its
-peak memory is its own), warms up for a few steps, then trains for ``--seconds`` of wall-clock
-time. It prints tokens per second, the ratio batched / per-sentence on the CPU against the target
-of 20x, and peak memory: the resident set size of the process (``resource.getrusage``, with the
-part added since just before the first step) and, on the GPU, ``torch.cuda.max_memory_allocated``.
+configurations, ``--config medium`` by default (embeddings 64, hidden size 128: the size of the
+shipped results), on a pool of sentences of the toy English -> French language, cycled as often as
+needed. Each measurement runs in its own Python process (so that its peak memory is its own), warms
+up for a few steps, then trains for ``--seconds`` of wall-clock time. It prints tokens per second,
+the ratio batched / per-sentence on the CPU for each batch size against the target of 50x (the best
+batch size counts: each side at its best setting; a per-sentence loop has only one), the
+Transformer's tokens per second beside the RNN's, and peak memory: the resident set size of the
+process (``resource.getrusage``, with the part added since just before the first step) and, on the
+GPU, ``torch.cuda.max_memory_allocated``.
 
 How to run it, from the repository root:
 
     .venv/bin/python scripts/benchmark_training.py [--seconds 15] [--threads N] [--config medium]
+                                                   [--batch-sizes 64 256]
 
-``--threads`` sets PyTorch's CPU threads (default: PyTorch's own default, usually one per core).
+``--threads`` sets PyTorch's CPU threads for every line (default: PyTorch's own default, usually
+one per core).
 
-How long: about ``3 x (--seconds + 10 s)`` (the 10 s start each process: importing PyTorch,
-generating the sentences, warming up), so a little over a minute with the default 15 s, two thirds
-of that without CUDA. This is a benchmark, not a test: the figures depend on the machine and on
-whatever else runs on it, so on a shared machine repeat it (and try ``--threads 1``) before
+How long: about ``5 x (--seconds + 10 s)`` on a CPU-only machine (the 10 s start each process:
+importing PyTorch, generating the sentences, warming up), so about two minutes with the default
+15 s, and 4 more lines with CUDA. This is a benchmark, not a test: the figures depend on the machine
+and on whatever else runs on it, so on a shared machine repeat it (and try ``--threads 1``) before
 trusting an absolute number.
 """
 
@@ -59,14 +68,17 @@ import torch.nn.functional as F  # noqa: E402
 from attention_course.data import BOS_ID, PAD_ID  # noqa: E402
 from attention_course.toy_translation import build_vocabularies, encode_pairs, generate_pairs  # noqa: E402
 from autograder.reference.ch05_gpu_training import length_bucketed_batches, train_step  # noqa: E402
+from experiments import transformer  # noqa: E402
 from experiments.translation import CONFIGS, build_model, make_batch, seed_everything  # noqa: E402
 
-TARGET_RATIO = 20.0
-KINDS = ("cpu-batched", "cpu-per-sentence", "gpu-batched")
+TARGET_RATIO = 50.0
+KINDS = ("cpu-batched", "cpu-per-sentence", "cpu-transformer", "gpu-batched", "gpu-transformer")
 LABELS = {
     "cpu-batched": "batched, CPU",
     "cpu-per-sentence": "per-sentence loop, CPU",
+    "cpu-transformer": "Transformer, CPU",
     "gpu-batched": "batched, GPU",
+    "gpu-transformer": "Transformer, GPU",
 }
 
 
@@ -125,16 +137,28 @@ def per_sentence_step(model, optimizer, source, target, clip_norm: float = 1.0) 
     return loss.item()
 
 
-def measure(kind: str, config_name: str, seconds: float, threads: int | None, pool: int, seed: int = 0) -> dict:
+def transformer_config(config_name: str) -> transformer.Config:
+    """The Transformer of ``experiments.transformer`` sized for ``config_name`` (medium's sizes otherwise)."""
+    return transformer.CONFIGS.get(config_name, transformer.CONFIGS["medium"])
+
+
+def measure(
+    kind: str, config_name: str, seconds: float, threads: int | None, pool: int, batch_size: int, seed: int = 0
+) -> dict:
     """Train for ``seconds`` (after a warm-up) in this process; returns the figures of one line."""
     if threads is not None:
         torch.set_num_threads(threads)
     config = CONFIGS[config_name]
     pairs, (src_size, tgt_size) = sentence_pool(pool, seed=seed)
     seed_everything(seed)
-    device = torch.device("cuda" if kind == "gpu-batched" else "cpu")
-    model = build_model("attention", config, src_size, tgt_size).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    device = torch.device("cuda" if kind.startswith("gpu") else "cpu")
+    if kind.endswith("transformer"):
+        sizes = transformer_config(config_name)
+        model = transformer.build("transformer", sizes, src_size, tgt_size).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=sizes.lr_transformer, betas=(0.9, 0.98))
+    else:
+        model = build_model("attention", config, src_size, tgt_size).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     amp_dtype = torch.bfloat16 if device.type == "cuda" else None
 
     if kind == "cpu-per-sentence":
@@ -154,7 +178,7 @@ def measure(kind: str, config_name: str, seconds: float, threads: int | None, po
         def steps():
             epoch = 0
             while True:
-                for indices in length_bucketed_batches(lengths, config.batch_size, seed=seed + epoch):
+                for indices in length_bucketed_batches(lengths, batch_size, seed=seed + epoch):
                     batch = make_batch([pairs[i] for i in indices])
                     train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0)
                     yield int((batch["tgt_out"] != PAD_ID).sum()), len(indices)
@@ -182,7 +206,7 @@ def measure(kind: str, config_name: str, seconds: float, threads: int | None, po
         "config": config_name,
         "emb_dim": config.emb_dim,
         "hidden_dim": config.hidden_dim,
-        "batch_size": 1 if kind == "cpu-per-sentence" else config.batch_size,
+        "batch_size": 1 if kind == "cpu-per-sentence" else batch_size,
         "parameters": sum(p.numel() for p in model.parameters()),
         "threads": torch.get_num_threads(),
         "seconds": elapsed,
@@ -199,10 +223,10 @@ def measure(kind: str, config_name: str, seconds: float, threads: int | None, po
     return result
 
 
-def run_worker(kind: str, args) -> dict:
+def run_worker(kind: str, args, batch_size: int) -> dict:
     """Run one measurement in a fresh Python process (its own peak memory and thread pool)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--seconds", str(args.seconds)]
-    command += ["--config", args.config, "--pool", str(args.pool)]
+    command += ["--config", args.config, "--pool", str(args.pool), "--batch-sizes", str(batch_size)]
     env = dict(os.environ)
     if args.threads is not None:
         command += ["--threads", str(args.threads)]
@@ -219,8 +243,11 @@ def describe(result: dict) -> str:
     if "gpu_peak_mb" in result:
         memory += f", GPU peak allocated {result['gpu_peak_mb']:.0f} MB"
     where = f"{result['gpu']}, bf16 autocast" if "gpu" in result else f"{result['threads']} thread(s), float32"
+    label = LABELS[result["kind"]] + (
+        "" if result["kind"] == "cpu-per-sentence" else f", batches of {result['batch_size']}"
+    )
     return (
-        f"{LABELS[result['kind']] + ':':<24} {result['tokens_per_second']:9.0f} target tokens/s  "
+        f"{label + ':':<38} {result['tokens_per_second']:9.0f} target tokens/s  "
         f"[{where}; {result['steps']} steps, {result['sentences']} sentences, {result['tokens']} tokens "
         f"in {result['seconds']:.1f} s; {memory}]"
     )
@@ -232,32 +259,70 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's default)")
     parser.add_argument("--config", choices=sorted(CONFIGS), default="medium", help="model size (default medium)")
     parser.add_argument("--pool", type=int, default=4000, help="sentences generated and cycled through")
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="batch sizes of the batched trainers (default: the configuration's and 256)",
+    )
     parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)  # internal: one measurement
     args = parser.parse_args(argv)
     if args.worker is not None:
-        print(json.dumps(measure(args.worker, args.config, args.seconds, args.threads, args.pool)))
+        batch_size = args.batch_sizes[0] if args.batch_sizes else CONFIGS[args.config].batch_size
+        print(json.dumps(measure(args.worker, args.config, args.seconds, args.threads, args.pool, batch_size)))
         return 0
 
     config = CONFIGS[args.config]
+    sizes = transformer_config(args.config)
+    batch_sizes = args.batch_sizes or sorted({config.batch_size, 256})
     print(
-        f"model: the attention model of experiments.translation, config {args.config!r} (embeddings "
-        f"{config.emb_dim}, hidden {config.hidden_dim}, batches of {config.batch_size}); {args.seconds:g} s "
-        f"per measurement; torch {torch.__version__}",
+        f"models: the attention model of experiments.translation, config {args.config!r} (embeddings "
+        f"{config.emb_dim}, hidden {config.hidden_dim}); the Transformer of experiments.transformer "
+        f"(d_model {sizes.d_model}, {sizes.n_heads} heads, d_ff {sizes.d_ff}, {sizes.n_layers} + {sizes.n_layers} "
+        f"layers); batches of {', '.join(map(str, batch_sizes))}; {args.seconds:g} s per measurement; "
+        f"torch {torch.__version__}",
         flush=True,
     )
-    kinds = ["cpu-batched", "cpu-per-sentence"] + (["gpu-batched"] if torch.cuda.is_available() else [])
+    devices = ["cpu"] + (["gpu"] if torch.cuda.is_available() else [])
     results = {}
-    for kind in kinds:
-        results[kind] = run_worker(kind, args)
-        print(describe(results[kind]), flush=True)
-    if "gpu-batched" not in results:
+    for device in devices:
+        for model in ("batched", "transformer"):
+            for batch_size in batch_sizes:
+                results[(device, model, batch_size)] = run_worker(f"{device}-{model}", args, batch_size)
+                print(describe(results[(device, model, batch_size)]), flush=True)
+        if device == "cpu":
+            results["per-sentence"] = run_worker("cpu-per-sentence", args, 1)
+            print(describe(results["per-sentence"]), flush=True)
+    if "gpu" not in devices:
         print("batched, GPU: skipped (CUDA is not available)")
-    ratio = results["cpu-batched"]["tokens_per_second"] / results["cpu-per-sentence"]["tokens_per_second"]
+
+    def best(device: str, model: str) -> dict:
+        return max((results[(device, model, b)] for b in batch_sizes), key=lambda r: r["tokens_per_second"])
+
+    per_sentence = results["per-sentence"]["tokens_per_second"]
+    rnn, tf = best("cpu", "batched"), best("cpu", "transformer")
+    ratio = rnn["tokens_per_second"] / per_sentence
     verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
-    print(f"ratio batched / per-sentence on the CPU: {ratio:.1f}x (target >= {TARGET_RATIO:g}x: {verdict})")
-    if "gpu-batched" in results:
-        gpu_ratio = results["gpu-batched"]["tokens_per_second"] / results["cpu-batched"]["tokens_per_second"]
-        print(f"ratio batched GPU / batched CPU: {gpu_ratio:.1f}x")
+    print(
+        f"ratio batched / per-sentence on the CPU: {ratio:.1f}x with batches of {rnn['batch_size']} "
+        f"(target >= {TARGET_RATIO:g}x: {verdict}); "
+        + ", ".join(
+            f"{results[('cpu', 'batched', b)]['tokens_per_second'] / per_sentence:.1f}x with batches of {b}"
+            for b in batch_sizes
+        )
+    )
+    print(
+        f"Transformer / RNN with attention, batched on the CPU: {tf['tokens_per_second']:.0f} vs "
+        f"{rnn['tokens_per_second']:.0f} target tokens/s ({tf['tokens_per_second'] / rnn['tokens_per_second']:.2f}x)"
+    )
+    if "gpu" in devices:
+        gpu_rnn, gpu_tf = best("gpu", "batched"), best("gpu", "transformer")
+        print(f"ratio batched GPU / batched CPU: {gpu_rnn['tokens_per_second'] / rnn['tokens_per_second']:.1f}x")
+        print(
+            f"Transformer / RNN with attention, batched on the GPU: {gpu_tf['tokens_per_second']:.0f} vs "
+            f"{gpu_rnn['tokens_per_second']:.0f} target tokens/s"
+        )
     return 0
 
 

@@ -145,6 +145,8 @@ class TransformerTranslator(nn.Module):
         self.embed_dim = embed_dim
         self.src_embedding = nn.Embedding(src_vocab_size, embed_dim)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, embed_dim)
+        for embedding in (self.src_embedding, self.tgt_embedding):   # entries of size 1 / sqrt(d_model): after
+            nn.init.normal_(embedding.weight, std=embed_dim ** -0.5)  # the scaling by sqrt(d_model), of size 1
         self.encoder_layers = nn.ModuleList(
             [TransformerEncoderLayer(embed_dim, num_heads, ff_dim, dropout, norm_first=True) for _ in range(num_layers)])
         self.decoder_layers = nn.ModuleList(
