@@ -1,0 +1,88 @@
+"""experiments.transformer: chapter 07's training program (a Transformer beside the RNN with attention).
+
+A tiny run (seconds on a 2-core CPU) writes a results file with both models, trained on the same
+capped data and evaluated on every test length; greedy decoding agrees with a plain re-decoding of the
+prefix; and the shipped results file is what the command it names writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import torch
+
+from attention_course import assets
+from attention_course.data import BOS_ID, EOS_ID, PAD_ID
+from experiments import transformer, translation
+
+
+def test_tiny_run_trains_both_models_on_the_same_capped_data(tmp_path):
+    torch.manual_seed(0)
+    results = transformer.run_transformer(
+        "tiny", out=tmp_path, device="cpu", threads=1, show_progress=False, log=lambda _: None
+    )
+    written = json.loads((tmp_path / transformer.RESULTS_FILE).read_text())
+    assert written == json.loads(json.dumps(results)), "the file holds what run_transformer returned"
+    config = transformer.CONFIGS["tiny"]
+    assert written["config"] == dataclasses.asdict(config)
+    assert written["data"]["longest_train_source"] <= config.max_train_len
+    assert set(written["models"]) == set(transformer.MODELS)
+    steps = {kind: model["steps"] for kind, model in written["models"].items()}
+    assert steps == {kind: config.steps for kind in transformer.MODELS}, "the same number of updates for both"
+    _, _, splits, _ = transformer.load_data(config)
+    longest_test = max(len(english.split()) for english, _ in splits["test"])
+    assert longest_test > config.max_train_len, "the test split must reach beyond the training lengths"
+    for kind, model in written["models"].items():
+        assert sum(row["count"] for row in model["by_length"].values()) == written["data"]["test_pairs"], kind
+        assert model["parameters"] > 0 and model["target_tokens_per_second"] > 0, kind
+        assert 0 < model["train_cpu_seconds"] and 0 < model["train_seconds"], kind
+        assert all(math.isfinite(x) and x > 0 for x in model["history"]["valid_loss"]), kind
+        assert 0.0 <= model["exact_match"] <= 1.0 and 0.0 <= model["bleu"] <= 100.0, kind
+
+
+def test_training_sentences_are_capped_and_the_test_split_is_not():
+    config = dataclasses.replace(transformer.CONFIGS["tiny"], max_train_len=8)
+    _, _, splits, encoded = transformer.load_data(config)
+    assert all(len(english.split()) <= 8 for english, _ in splits["train"] + splits["valid"])
+    assert all(len(source) <= 8 + 1 for source, _ in encoded["train"] + encoded["valid"])  # + EOS
+    _, _, uncapped, _ = translation.load_data(
+        dataclasses.replace(translation.CONFIGS["medium"], num_train=config.num_train, num_valid=config.num_valid,
+                            num_test=config.num_test, seed=config.seed)
+    )  # fmt: skip
+    assert splits["test"] == uncapped["test"], "the test split is experiments.translation's, untouched"
+
+
+def test_greedy_decoding_equals_re_decoding_the_whole_prefix():
+    torch.manual_seed(0)
+    config = transformer.CONFIGS["tiny"]
+    model = transformer.build("transformer", config, 20, 17).eval()
+    src = torch.tensor([[5, 6, 7, 8, EOS_ID], [9, 4, EOS_ID, PAD_ID, PAD_ID]])
+    lengths = torch.tensor([5, 3])
+    got = transformer.transformer_greedy(model, src, lengths, max_len=7)
+    with torch.no_grad():
+        for row in range(2):
+            prefix = [BOS_ID]
+            for _ in range(7):
+                logits = model(src[row : row + 1, : lengths[row]], lengths[row : row + 1], torch.tensor([prefix]))
+                prefix.append(int(logits[0, -1].argmax()))
+                if prefix[-1] == EOS_ID:
+                    break
+            expected = prefix[1:] + [PAD_ID] * (got.shape[1] - len(prefix) + 1)
+            assert got[row].tolist() == expected[: got.shape[1]], (row, got[row].tolist(), prefix)
+
+
+def test_shipped_results_are_what_their_command_writes():
+    path = assets.path(transformer.RESULTS_FILE)
+    shipped = json.loads(path.read_text())
+    name = shipped["config"]["name"]
+    assert shipped["made_by"] == f"python -m experiments.transformer --config {name}"
+    assert shipped["config"] == dataclasses.asdict(transformer.CONFIGS[name]), (
+        "the shipped results come from another configuration than the command would use now: rerun it"
+    )
+    assert set(shipped["models"]) == set(transformer.MODELS)
+    beyond = [b for b in shipped["data"]["length_bins"] if int(b.split("-")[0]) > shipped["config"]["max_train_len"]]
+    for kind, model in shipped["models"].items():
+        assert model["steps"] == shipped["config"]["steps"], kind
+        assert any(b in model["by_length"] for b in beyond), f"{kind}: no test sentence beyond the training lengths"
