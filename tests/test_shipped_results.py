@@ -21,6 +21,7 @@ import torch
 from attention_course.data import BOS_ID, EOS_ID
 from attention_course.toy_translation import build_vocabularies
 from autograder.reference import ch05_gpu_training
+from experiments import variants
 from experiments.exports import (
     CHAPTER06_EXAMPLES,
     MAPS_FILE,
@@ -99,21 +100,23 @@ def test_the_scorer_computes_what_the_model_computes(scorer):
         torch.testing.assert_close(E.grad, embedded.grad[0], atol=1e-5, rtol=1e-3)
 
 
-def test_the_scorer_ships_no_source_code():
-    """torch.export records stack traces with source lines; the shipped program must hold none of chapter 05's
-    solution (the decoder is an exercise there) nor any path or name of the course's code."""
+@pytest.mark.parametrize("source", [ch05_gpu_training, variants], ids=["ch05_reference", "experiments.variants"])
+def test_the_scorer_ships_no_source_code(source):
+    """torch.export records stack traces with source lines; the shipped program must hold none of the code of
+    chapter 05's solution (the decoder is an exercise there) or of the decoder it was trained with, nor any path
+    or name of the course's code."""
     with zipfile.ZipFile(SCORER) as archive:
         text = "\n".join(archive.read(name).decode("latin-1") for name in archive.namelist())
-    reference = inspect.getsource(ch05_gpu_training)
+    code = inspect.getsource(source)
     docstrings = {
         ast.get_docstring(node)
-        for node in ast.walk(ast.parse(reference))
+        for node in ast.walk(ast.parse(code))
         if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)) and ast.get_docstring(node)
     }
-    lines = {line.strip() for line in reference.splitlines() if len(line.strip()) >= 20}
+    lines = {line.strip() for line in code.splitlines() if len(line.strip()) >= 20}
     lines |= {line.strip() for doc in docstrings for line in doc.splitlines() if len(line.strip()) >= 20}
     leaked = sorted(line for line in lines if line in text)
-    assert not leaked, f"{SCORER.name} contains source lines of the chapter 05 reference: {leaked[:5]}"
-    for needle in ("AttentionDecoder", "ch05_gpu_training", "autograder", "experiments", ".py", "stack_trace"):
+    assert not leaked, f"{SCORER.name} contains source lines of {source.__name__}: {leaked[:5]}"
+    for needle in ("AttentionDecoder", "VariantDecoder", "ch05_gpu_training", "autograder", "experiments", ".py"):
         assert needle not in text, f"{SCORER.name} mentions {needle!r}"
-    assert len(lines) > 20  # the check reads the reference's code
+    assert "stack_trace" not in text and len(lines) > 20  # no stack traces; the check reads real code
