@@ -342,24 +342,38 @@ def _preimports(template: Template) -> str:
 
 
 def _ready_sandbox(template: Template, options: Options, slot: int, deadline: float, name: str = "") -> Sandbox:
-    """A started sandbox with the agent installed and the notebook's modules imported (SandboxFailed if not)."""
-    sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name)
-    try:
-        try:  # nothing of the student's runs here: a failure is the grader's
-            sandbox.start(deadline)
-            limit = max(0.1, min(options.call_timeout, deadline - time.monotonic()))
-            installed = sandbox.run(INSTALL_AGENT + _preimports(template), deadline, limit, silent=True)
-        except (KernelDied, NotebookTimeout, CallTimeout) as exc:
-            raise SandboxFailed(f"the sandbox did not start: {exc}") from None
-        if (installed.reply or {}).get("status") != "ok":
-            raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
-    except SandboxFailed as exc:
-        sandbox.close()
-        raise SandboxFailed(f"{exc}\n{sandbox.log_tail}") from None
-    except BaseException:
-        sandbox.close()
-        raise
-    return sandbox
+    """A started sandbox with the agent installed and the notebook's modules imported (SandboxFailed if not).
+
+    A kernel that fails to start is tried once more (a start can fail for reasons of the moment on a
+    loaded machine). Importing the modules is the grader's own work: it gets the notebook's time, and
+    if it fails, the student's cells import them as usual."""
+    for attempt in (1, 2):
+        sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name)
+        try:
+            try:  # nothing of the student's runs here: a failure is the grader's
+                sandbox.start(deadline)
+                limit = max(0.1, min(options.call_timeout, deadline - time.monotonic()))
+                installed = sandbox.run(INSTALL_AGENT, deadline, limit, silent=True)
+            except (KernelDied, NotebookTimeout, CallTimeout) as exc:
+                raise SandboxFailed(f"the sandbox did not start: {exc}") from None
+            if (installed.reply or {}).get("status") != "ok":
+                raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
+            try:
+                sandbox.run(_preimports(template), deadline, max(0.1, deadline - time.monotonic()), silent=True)
+            except CallTimeout:
+                pass
+            except (KernelDied, NotebookTimeout) as exc:
+                raise SandboxFailed(f"the sandbox did not start: {exc}") from None
+            sandbox.budget = type(sandbox.budget)(options.limits.output_bytes)  # the student's output starts at 0
+            return sandbox
+        except SandboxFailed as exc:
+            sandbox.close()
+            if attempt == 2 or time.monotonic() >= deadline:
+                raise SandboxFailed(f"{exc}\n{sandbox.log_tail}") from None
+        except BaseException:
+            sandbox.close()
+            raise
+    raise AssertionError("unreachable")
 
 
 class _Spare:
