@@ -90,16 +90,16 @@ def occlusion_importance(score_fn, src_ids, replace_id):
 def gradient_x_input(score_fn_emb, embeddings):
     """Importance of every source token for every target token, by gradient x input.
 
-    score_fn_emb : function from a float tensor of source embeddings E (T_enc, d_e) to a 1-D tensor (T_dec,),
+    score_fn_emb : function from a float tensor of source embeddings X (T_enc, d_e) to a 1-D tensor (T_dec,),
                    the log-probability of each (fixed) target token.
     embeddings   : float tensor (T_enc, d_e), the source embeddings; not modified, needs no requires_grad.
-    Returns a float NumPy array (T_dec, T_enc): entry [t, i] = sum_k E[i, k] * d score_fn_emb(E)[t] / d E[i, k].
+    Returns a float NumPy array (T_dec, T_enc): entry [t, i] = sum_k X[i, k] * d score_fn_emb(X)[t] / d X[i, k].
     """
-    E = torch.as_tensor(embeddings).detach().clone().requires_grad_(True)   # (T_enc, d_e)
-    scores = score_fn_emb(E)                                                 # (T_dec,)
+    X = torch.as_tensor(embeddings).detach().clone().requires_grad_(True)   # (T_enc, d_e)
+    scores = score_fn_emb(X)                                                 # (T_dec,)
     rows = []
     for t in range(scores.shape[0]):
-        (grad,) = torch.autograd.grad(scores[t], E, retain_graph=True, allow_unused=True)
-        grad = torch.zeros_like(E) if grad is None else grad                 # (T_enc, d_e)
-        rows.append((grad * E).sum(dim=-1))                                  # (T_enc,)
+        (grad,) = torch.autograd.grad(scores[t], X, retain_graph=True, allow_unused=True)
+        grad = torch.zeros_like(X) if grad is None else grad                 # (T_enc, d_e)
+        rows.append((grad * X).sum(dim=-1))                                  # (T_enc,)
     return torch.stack(rows).detach().cpu().numpy()                         # (T_dec, T_enc)
