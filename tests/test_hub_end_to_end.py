@@ -247,7 +247,8 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
             name = submitted["student"]
             grades = teacher.json("GET", "/formgrader/api/grades", params={"submission_id": submitted["id"]})
             for grade in grades:
-                if grade["max_score"] and (grade["auto_score"] is None or grade["needs_manual_grade"]):
+                # (0-point rubric tasks too: nbgrader counts them as needing a grade until given one)
+                if grade["auto_score"] is None or grade["needs_manual_grade"]:
                     score = grade["max_score"] if name == ada else 0
                     teacher.json("PUT", f"/formgrader/api/grade/{grade['id']}", json={"manual_score": score})
             comments = teacher.json("GET", "/formgrader/api/comments", params={"submission_id": submitted["id"]})
