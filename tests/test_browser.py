@@ -159,9 +159,8 @@ def test_schematic_diagrams_load(site, browser):
     base, folder = site
     found, problems = {}, []
     for path in (p for p in _page_paths() if p.startswith("chapters/")):
-        context, page, _ = _open(browser, base + path, VIEWPORTS["desktop"])
+        context, page, _ = _open(browser, base + path, VIEWPORTS["desktop"])  # returns after the load event
         try:
-            page.wait_for_load_state("networkidle")
             images = page.evaluate(
                 """async () => {
                     const out = [];
