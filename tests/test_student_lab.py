@@ -6,7 +6,8 @@ STUDENT_WORK pointing at a scratch folder, so that nothing is written into the r
 test_browser.py) opens a chapter in it from the file browser. A student must see nbgrader's
 Validate button and nothing of an instructor's (no formgrader, course list, assignment
 creator, nbgrader menu), no error dialog or notification, no exchange error in the server's
-log, and the notebook must not be marked modified once its kernel has started.
+log, and the notebook must not be marked modified once its kernel has started. Validate then
+runs the untouched notebook and reports its failing visible tests.
 """
 
 from __future__ import annotations
@@ -206,5 +207,13 @@ def test_student_sees_validate_and_no_instructor_tools(student_lab, browser, cha
         server_log = log.read_text()
         assert not [e for e in EXCHANGE_ERRORS if e in server_log], f"errors in the server log:\n{server_log[-3000:]}"
         assert (root / assignment / f"{assignment}.ipynb").read_bytes() == before, "opening wrote the notebook"
+
+        # Validate works here: it runs the untouched notebook and reports its failing visible tests.
+        page.locator(".jp-Toolbar .jp-ToolbarButtonComponent", has_text="Validate").first.click()
+        page.wait_for_selector(".jp-Dialog .validation-failed, .jp-Dialog .validation-success", timeout=300000)
+        result = page.locator(".jp-Dialog").inner_text()
+        assert "There was an error running the validate command" not in result, result[:2000]
+        assert page.locator(".jp-Dialog .validation-failed").count() == 1, f"the stub passed validation: {result[:500]}"
+        page.screenshot(path=str(SCREENSHOTS / f"{assignment}-validate.png"))
     finally:
         context.close()
