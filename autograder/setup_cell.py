@@ -44,7 +44,7 @@ NOTEBOOK_METADATA = {
     "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
 }
 
-TEMPLATE = '''\
+TEMPLATE = """\
 # Setup, the same in every chapter: checks that the course's package attention_course is
 # installed. It installs nothing, except in Google Colab, where it installs the package.
 def _course_setup(
@@ -84,7 +84,7 @@ def _course_setup(
         raise SystemExit(f"Installed attention_course {{version}}: restart the session, then run this cell again.")
 
 
-_course_setup()'''
+_course_setup()"""
 
 
 def course_version() -> str:

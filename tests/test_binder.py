@@ -28,9 +28,7 @@ def test_binder_pins_what_the_package_needs_as_requirements_txt_does():
     assert set(binder_pins) == set(PACKAGE_DEPENDENCIES), f"binder/requirements.txt pins {sorted(binder_pins)}"
     assert {name: course_pins[name] for name in binder_pins} == binder_pins
     unpinned = [
-        line
-        for line in binder_lines
-        if line.strip() and not line.lstrip().startswith(("#", "--")) and "==" not in line
+        line for line in binder_lines if line.strip() and not line.lstrip().startswith(("#", "--")) and "==" not in line
     ]
     assert not unpinned, f"unpinned lines in binder/requirements.txt: {unpinned}"
 

@@ -148,4 +148,3 @@ def test_chapter_runs_alone_with_the_wheel(reader, assignment, tmp_path):
     assert str(course.ROOT) not in where[0]
     timing = {"chapter": assignment, "venv_and_wheel_s": round(setup_s, 1), "run_s": round(time.monotonic() - started)}
     print(json.dumps(timing))
-
