@@ -1,8 +1,9 @@
-"""The instructor's scripts around chapter 05's trainer: ``scripts/gpu_check.py`` and ``scripts/benchmark_training.py``.
+"""The instructor's scripts around the trainers: ``scripts/gpu_check.py`` and ``scripts/benchmark_training.py``.
 
-Fast plumbing checks (well under a minute on a 2-core CPU), no timing assertions: the GPU check
-runs a tiny bounded version on the CPU and writes sane figures and JSON, refuses without CUDA unless
-told otherwise, and the benchmark runs for a second per measurement and prints its lines. The
+Plumbing checks (a minute or two on a 2-core CPU), no timing assertions: the GPU check runs tiny bounded
+versions of every model (the six attention variants, the Transformer and the RNN beside it) on the CPU
+and writes sane figures and JSON, refuses without CUDA unless told otherwise, and the benchmark runs
+for a second per measurement and prints its lines. The
 benchmark's per-sentence loop must compute the same loss as the batched model on one sentence.
 """
 
@@ -94,7 +95,11 @@ def test_benchmark_prints_its_lines():
         expected += ["batched, GPU, batches of 32:", "Transformer, GPU, batches of 32:"]
     for start in expected:
         found = [line for line in lines if line.startswith(start)]
-        assert len(found) == 1 and "target tokens/s" in found[0] and "peak RSS" in found[0], (start, result.stdout)
+        assert len(found) == 1 and "target tokens/s" in found[0] and "per CPU second" in found[0], (
+            start,
+            result.stdout,
+        )
+        assert "peak RSS" in found[0], (start, result.stdout)
     if torch.cuda.is_available():
         assert "GPU peak allocated" in next(line for line in lines if line.startswith("batched, GPU"))
     else:
@@ -102,6 +107,7 @@ def test_benchmark_prints_its_lines():
     assert any(
         line.startswith("ratio batched / per-sentence on the CPU:") and "target >= 50x" in line for line in lines
     ), result.stdout
+    assert any(line.startswith("the same ratio per CPU second") for line in lines), result.stdout
     assert any(line.startswith("Transformer / RNN with attention, batched on the CPU:") for line in lines), (
         result.stdout
     )
