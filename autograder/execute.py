@@ -3,8 +3,8 @@
 Every consumer of an executed notebook (the both-ways validation, the two editions of the
 book, the tests) goes through :func:`executed`, which keeps the executed copy under
 ``_build/executed/`` keyed by a hash of everything that can change its outputs: the notebook
-itself and the files beside it, the generated reference module, and the student package's
-sources.
+itself and the files beside it, the generated reference module, and the student package
+(its sources and the data it ships).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def _cache_key(notebook_path: Path) -> str:
     digest = hashlib.sha256(b"v1")
     beside = notebook_path.parent.rglob("*")
     folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
-    inputs = [*folder_files, *sorted((course.ROOT / "attention_course").rglob("*.py"))]
+    package = (course.ROOT / "attention_course").rglob("*")  # its code and its shipped data (assets/)
+    package_files = sorted(p for p in package if p.is_file() and "__pycache__" not in p.parts)
+    inputs = [*folder_files, *package_files]
     assignment = notebook_path.parent.name
     if course.ASSIGNMENT_ID.match(assignment):
         inputs.append(course.reference_module_path(assignment))
