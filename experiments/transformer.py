@@ -169,7 +169,7 @@ def train(kind: str, config: Config, encoded, device, max_seconds=None, show_pro
     budget = max_seconds if max_seconds is not None else config.max_seconds
     every = max(1, len(batches) // 8)  # validation points
     history = {"step": [], "train_loss": [], "valid_loss": [], "seconds": []}
-    progress = translation.Progress(len(batches), LABELS[kind], enabled=show_progress)
+    progress = translation.progress_bar(len(batches), LABELS[kind], enabled=show_progress)
     losses, tokens, train_seconds, cpu_seconds, step = [], 0, 0.0, 0.0, 0
     for step, indices in enumerate(batches):
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -186,8 +186,9 @@ def train(kind: str, config: Config, encoded, device, max_seconds=None, show_pro
             history["train_loss"].append(float(np.mean(losses[-every:])))
             history["valid_loss"].append(translation.validation_loss(model, valid_batches, device))
             history["seconds"].append(train_seconds)
+        progress.update(1)
         if step % 10 == 0 or step == len(batches) - 1:
-            progress.update(step + 1, loss=float(np.mean(losses[-50:])), tok_per_s=f"{tokens / train_seconds:.0f}")
+            progress.set_postfix(loss=f"{np.mean(losses[-50:]):.3g}", tok_per_s=f"{tokens / train_seconds:.0f}")
         if out_of_time:
             log(f"{kind}: stopped after {train_seconds:.0f} s of training (time budget), step {step + 1}")
             break

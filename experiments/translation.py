@@ -54,6 +54,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
+from tqdm import tqdm
 
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 from attention_course.toy_translation import build_vocabularies, encode_pairs, make_splits
@@ -154,28 +155,9 @@ def load_data(config: Config):
     return src_vocab, tgt_vocab, splits, encoded
 
 
-class Progress:
-    """A text progress bar (one line, redrawn) on ``stream``; silent when ``enabled`` is False."""
-
-    def __init__(self, total: int, label: str, stream=sys.stderr, enabled: bool = True, width: int = 30):
-        self.total, self.label, self.stream, self.enabled, self.width = total, label, stream, enabled, width
-        self.start = time.perf_counter()
-
-    def update(self, done: int, **figures) -> None:
-        if not self.enabled:
-            return
-        filled = int(self.width * done / max(self.total, 1))
-        extra = " ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
-        elapsed = time.perf_counter() - self.start
-        self.stream.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total} {elapsed:5.0f}s {extra}"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+def progress_bar(total: int, label: str, enabled: bool = True) -> tqdm:
+    """tqdm's bar on a terminal; nothing when ``enabled`` is False or stderr is not a terminal (CI, logs)."""
+    return tqdm(total=total, desc=label, unit="batch", disable=None if enabled else True, dynamic_ncols=True)
 
 
 def seed_everything(seed: int) -> None:
@@ -242,19 +224,19 @@ def train(
         batches = length_bucketed_batches([len(s) for s, _ in train_pairs], config.batch_size, seed=config.seed + epoch)
         per_rank = len(batches) // world  # the same number of steps on every rank
         batches = batches[rank::world][:per_rank]
-        progress = Progress(
+        progress = progress_bar(
             len(batches), f"{kind} epoch {epoch + 1}/{config.epochs}", enabled=show_progress and rank == 0
         )
-        losses, tokens, out_of_time = [], 0, False
+        losses, tokens, out_of_time, epoch_started = [], 0, False, time.perf_counter()
         for step, indices in enumerate(batches):
             batch = make_batch([train_pairs[i] for i in indices])
             losses.append(train_step(trained, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
             tokens += int(batch["lengths"].sum()) + int((batch["tgt_out"] != PAD_ID).sum())
+            progress.update(1)
             if step % 10 == 0 or step == len(batches) - 1:
-                progress.update(
-                    step + 1,
-                    loss=float(np.mean(losses[-50:])),
-                    tok_per_s=f"{tokens / max(time.perf_counter() - progress.start, 1e-9):.0f}",
+                progress.set_postfix(
+                    loss=f"{np.mean(losses[-50:]):.3g}",
+                    tok_per_s=f"{tokens / max(time.perf_counter() - epoch_started, 1e-9):.0f}",
                 )
             if budget is not None and time.perf_counter() - started > budget:
                 out_of_time = True

@@ -53,10 +53,10 @@ from experiments.translation import (
     ROOT,
     Config,
     PlainDecoder,
-    Progress,
     evaluate,
     load_data,
     make_batch,
+    progress_bar,
     seed_everything,
 )
 
@@ -157,7 +157,7 @@ def train_variant(variant: str, config: VariantsConfig, encoded, device, amp_dty
     optimizer = torch.optim.Adam(model.parameters(), lr=data.lr)
     train_pairs = encoded["train"]
     lengths = [len(s) for s, _ in train_pairs]
-    progress = Progress(config.updates, f"{variant:>10}", enabled=log is print)
+    progress = progress_bar(config.updates, f"{variant:>10}", enabled=log is print)
     losses, target_tokens, step, epoch = [], 0, 0, 0
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -168,8 +168,9 @@ def train_variant(variant: str, config: VariantsConfig, encoded, device, amp_dty
             losses.append(ch05.train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
             target_tokens += int((batch["tgt_out"] != PAD_ID).sum())
             step += 1
+            progress.update(1)
             if step % 20 == 0 or step == config.updates:
-                progress.update(step, loss=sum(losses[-20:]) / len(losses[-20:]))
+                progress.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3g}")
             if step >= config.updates or (max_seconds is not None and time.perf_counter() - started > max_seconds):
                 break
         epoch += 1

@@ -31,6 +31,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from tqdm import tqdm
+
 from autograder import course
 from autograder.grading import collect, gradebook, report
 from autograder.grading.runner import CellGrade, Options, Result
@@ -90,29 +92,6 @@ def failed_result(submission: collect.Submission, assignment: str, status: str, 
 # ---- progress ----------------------------------------------------------------------------------------
 
 
-class Progress:
-    """A one-line progress bar on a terminal; nothing otherwise."""
-
-    def __init__(self, total: int):
-        self.total, self.done, self.started = total, 0, time.monotonic()
-        self.live = sys.stderr.isatty()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        if not self.live:
-            return
-        width = 30
-        filled = int(width * self.done / max(1, self.total))
-        elapsed = time.monotonic() - self.started
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                         f"{elapsed:5.0f} s  {label[:30]:<30}")  # fmt: skip
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.live:
-            sys.stderr.write("\n")
-
-
 # ---- the whole class ---------------------------------------------------------------------------------
 
 
@@ -158,13 +137,15 @@ def grade_class(
     scratch = Path(tempfile.mkdtemp(prefix="ag-", dir="/tmp"))  # short: sandboxes keep Unix sockets there
     options.workdir = scratch
     results: list[Result] = []
-    progress = Progress(len(found))
+    # tqdm's bar on a terminal; nothing in CI or a log (disable=None: only when stderr is a terminal)
+    progress = tqdm(total=len(found), desc=f"grading {assignment}", unit="notebook", disable=None)
 
     def keep(result: Result) -> None:
         results.append(result)
         report.save_record(out, result)
         gradebook.record(work, result)
-        progress.step(result.student_id)
+        progress.set_postfix_str(result.student_id[:30], refresh=False)
+        progress.update(1)
 
     try:
         pending = []
