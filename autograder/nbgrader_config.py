@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import GenerateAssignment
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades
 
 c = get_config()  # noqa: F821  (injected by traitlets when nbgrader loads this file)
 
@@ -41,9 +41,18 @@ c.Execute.timeout = 120
 # added after nbgrader's own steps; the course root goes on sys.path for that import.
 if str(_root) not in sys.path:
     sys.path.insert(0, str(_root))
+from autograder.feedback import ClearHiddenTracebacks  # noqa: E402
 from autograder.setup_cell import InsertSetupCell  # noqa: E402
 
 c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(), InsertSetupCell]
 
-# Feedback must not show the hidden tests' source.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback must not show the hidden tests' source (nor the tracebacks that quote it), nor the
+# rubrics: autograde restores the locked question cells with their mark schemes (so that
+# formgrader shows them), feedback strips them again.
+c.GenerateFeedback.preprocessors = [
+    GetGrades,
+    ClearHiddenTracebacks,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    CSSHTMLHeaderPreprocessor,
+]

@@ -1,6 +1,8 @@
 """The instructor's path through nbgrader itself, on a scratch copy of the course:
 generate_assignment, two submissions (the reference answers and the untouched stub),
-autograde, export. The reference earns every autograded point and the stub none."""
+autograde, export, generate_feedback. The reference earns every autograded point and the stub
+none; formgrader's autograded notebook shows the rubrics, and the students' feedback shows
+neither the rubrics nor the hidden tests."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
+from bs4 import BeautifulSoup
+
 from autograder import course
+from autograder.conventions import HIDDEN_REGION, MARK_SCHEME_REGION, inside_and_outside, normalise, secret_lines
 from autograder.release import scratch_course
 
 
@@ -59,3 +65,32 @@ def test_reference_full_marks_and_stub_zero(tmp_path, assignment):
     with open(scratch / "grades.csv", newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     assert {s: float(rows[s]["raw_score"]) for s in expected} == expected
+
+    rubric, hidden = _instructor_only_lines(assignment)
+    assert rubric, f"{assignment} has no rubric lines to look for"
+    autograded = (scratch / "autograded" / "stub" / assignment / f"{assignment}.ipynb").read_text(encoding="utf-8")
+    autograded_text = normalise(" ".join(cell.source for cell in nbformat.reads(autograded, as_version=4).cells))
+    missing = [line for line in rubric if line not in autograded_text]
+    assert not missing, f"formgrader's autograded notebook lacks the rubric lines {missing[:3]}"
+
+    _nbgrader(scratch, "generate_feedback", assignment, "--force")
+    page = scratch / "feedback" / "stub" / assignment / f"{assignment}.html"
+    text = normalise(BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").get_text(" "))
+    leaked = [line for line in (*rubric, *hidden) if line in text]
+    assert not leaked, f"the student's feedback shows instructor-only lines: {leaked[:3]}"
+
+
+def _instructor_only_lines(assignment: str) -> tuple[list[str], list[str]]:
+    """(rubric elements, hidden-test lines) of the instructor notebook that appear neither outside its
+    marked regions nor in the student notebook, normalised, long enough to matter
+    (autograder.conventions.secret_lines)."""
+    nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
+    rubric, hidden = [], []
+    for cell in nb.cells:
+        for match in MARK_SCHEME_REGION.finditer(cell.source):
+            rubric += [normalise(line.lstrip("- ")) for line in match.group(1).splitlines()]
+        for match in HIDDEN_REGION.finditer(cell.source):
+            hidden += [normalise(line) for line in match.group(1).splitlines()]
+    released = nbformat.read(course.student_notebook(assignment), as_version=4)
+    public = "\n".join(inside_and_outside(nb.cells)[1] + inside_and_outside(released.cells)[1])
+    return sorted(secret_lines(set(rubric), public)), sorted(secret_lines(set(hidden), public))
