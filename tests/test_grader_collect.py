@@ -68,6 +68,18 @@ def test_cells_without_metadata_are_recognised(cases):
     assert answers == set(template.answers) and written == set(template.written)
 
 
+def test_a_students_cells_without_metadata_are_recognised():
+    """A student's notebook (the released version: questions without their rubrics) whose cells lost
+    their metadata: answers and written answers are still found (the written one by its question)."""
+    fresh = nbformat.v4.new_notebook()
+    maker = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell}
+    fresh.cells = [maker[c.cell_type](c.source) for c in stub().cells]
+    plan, template = _plan(_bytes(fresh)), load_template(BASE)
+    written = {step.grade_id for step in plan.steps if step.kind == "written"}
+    assert written == set(template.written), f"found {sorted(written)}, expected {sorted(template.written)}"
+    assert "cells_missing" not in plan.flags, plan.notes
+
+
 def test_a_deleted_answer_cell_is_reported():
     nb = stub()
     del nb.cells[_index(nb, "softmax")]

@@ -35,9 +35,10 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.conventions import normalise as _normalise
 from autograder.grading import devices, rpc, state
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
-from autograder.grading.sanitize import Template, _normalise, free_names, load_template, loaded_names, prepare
+from autograder.grading.sanitize import Template, free_names, load_template, loaded_names, prepare
 
 _HERE = Path(__file__).parent
 INSTALL_AGENT = (

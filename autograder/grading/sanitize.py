@@ -38,12 +38,14 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder import course
+from autograder.conventions import HIDDEN_REGION as HIDDEN
+from autograder.conventions import MIN_SECRET_LENGTH as MIN_SECRET
+from autograder.conventions import REGION as REGIONS
+from autograder.conventions import normalise as _normalise
+from autograder.conventions import without_regions
 
 MAX_BYTES = 32 << 20
 MAX_CELLS = 2000
-HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.DOTALL)
-REGIONS = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS|MARK SCHEME)(.*?)### END \1", re.DOTALL)
-MIN_SECRET = 12
 SUSPICIOUS = {
     "process control": r"\bos\s*\.\s*(_exit|fork|kill|system|exec\w*|spawn\w*|setuid)\b|\bsys\s*\.\s*exit\b",
     "native code": r"\bctypes\b|\bcffi\b",
@@ -56,10 +58,6 @@ SUSPICIOUS = {
     "grader files": r"\bsolutions\b|\bautograder\b|gradebook",
     "dynamic code": r"(?<![.\w])(exec|eval|compile)\s*\(|__import__\s*\(",
 }
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _python(source: str) -> str:
@@ -315,7 +313,7 @@ def load_template(assignment: str) -> Template:
         if cell.cell_type == "code" and not meta.get("grade"):
             imports.extend(_import_statements(cell.source))
         if cell.cell_type == "markdown" and not meta.get("solution"):
-            previous_markdown = _normalise(cell.source)
+            previous_markdown = _normalise(without_regions(cell.source))  # as released: no rubric
     hidden_lines = set()
     for test in tests.values():
         for match in HIDDEN.finditer(test.source):
@@ -443,7 +441,7 @@ def _identify(cell: dict, previous: dict | None, template: Template, used: set[s
             if grade_id not in used and wanted and wanted <= names:
                 return grade_id
     elif cell["cell_type"] == "markdown" and previous is not None and previous["cell_type"] == "markdown":
-        above = _normalise(previous["source"])
+        above = _normalise(without_regions(previous["source"]))  # the question as released
         for grade_id, (_, _, prompt) in template.written.items():
             if grade_id not in used and prompt and above == prompt:
                 return grade_id
