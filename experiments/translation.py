@@ -13,11 +13,6 @@ translations of the held-out test split by source length and writes, into ``--ou
 - ``attention_model.pt``: the attention model's weights and vocabularies (a few MB);
 
 
-    python -m experiments.translation --config forward --model attention
-
-trains the attention model with a left-to-right encoder only (medium's data and sizes) into
-``experiments/forward_encoder/``.
-
     python -m experiments.translation --config maps --model attention
 
 trains the model chapter 06 reads (``experiments.exports.MAPS_MODEL``) into ``experiments/maps_model/`` and then
@@ -35,8 +30,9 @@ trains a DistributedDataParallel replica on its share of each epoch's batches (N
 gloo on CPU). Rank 0 writes every file.
 
 Times: ``--config small`` about a minute on a 2-core CPU; the shipped files come from
-``--config medium`` (about 8 to 10 minutes per model on a 2-core CPU, plus a minute of evaluation);
-``--config forward`` about 5 minutes; ``--config full`` is sized for one GPU and has not been run yet.
+``--config medium`` (about 8 to 10 minutes per model on a 2-core CPU, plus a minute of evaluation;
+20 to 23 minutes on a loaded one); ``--config maps`` about 5 minutes; ``--config full`` is sized for
+one GPU and has not been run yet.
 """
 
 from __future__ import annotations
@@ -70,7 +66,6 @@ from autograder.reference.ch05_gpu_training import (
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "attention_course" / "assets"  # the attention and plain models of chapter 05
-FORWARD_OUT = ROOT / "experiments" / "forward_encoder"  # --config forward: the left-to-right encoder's model
 MAPS_OUT = ROOT / "experiments" / "maps_model"  # --config maps: the model whose attention maps chapter 06 reads
 LENGTH_BINS = [(1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 40)]
 
@@ -99,8 +94,6 @@ CONFIGS = {
     "small": Config("small", 6000, 300, 600, 32, 64, 64, 3, 3e-3, max_seconds=50.0),
     # the shipped results, trained on a 2-core CPU
     "medium": Config("medium", 30000, 1000, 3000, 64, 128, 64, 6, 3e-3),
-    # medium's data and sizes with a left-to-right encoder: chapter 06 compares its attention maps
-    "forward": Config("forward", 30000, 1000, 3000, 64, 128, 64, 16, 3e-3, bidirectional=False),
     # chapter 06's model (experiments/maps_model/): medium's sizes, scaled dot-product score, a shorter run
     "maps": Config("maps", 12000, 500, 1000, 64, 128, 64, 3, 3e-3, score="scaled_dot"),
     # for a GPU
@@ -448,8 +441,8 @@ def main(argv=None) -> int:
         "--out",
         type=Path,
         default=None,
-        help="where the results and the attention model go (default: solutions/05_gpu_training; "
-        "experiments/forward_encoder for --config forward)",
+        help="where the results and the attention model go (default: attention_course/assets; "
+        "experiments/maps_model for --config maps)",
     )
     parser.add_argument(
         "--maps-out", type=Path, default=ROOT / "attention_course" / "assets", help="where chapter 06's data goes"
@@ -475,7 +468,7 @@ def main(argv=None) -> int:
         export_attention_maps(MAPS_MODEL, args.maps_out)
         return 0
     config = CONFIGS[args.config]
-    out = args.out or (MAPS_OUT if config.name == "maps" else DEFAULT_OUT if config.bidirectional else FORWARD_OUT)
+    out = args.out or (MAPS_OUT if config.name == "maps" else DEFAULT_OUT)
     workdir = args.workdir / f"seed{config.seed}"
     if args.fresh and workdir.exists():
         for path in workdir.glob(f"*_{config.name}.ckpt"):

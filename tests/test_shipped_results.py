@@ -1,7 +1,7 @@
 """The shipped results of the training program are what the shipped models compute.
 
 ``python -m experiments.translation`` writes the attention models (chapter 05's in
-``attention_course/assets/``, the left-to-right encoder's in ``experiments/forward_encoder/``) and, from the
+``attention_course/assets/``, chapter 06's in ``experiments/maps_model/``) and, from the
 one chapter 06 reads (``experiments.exports.MAPS_MODEL``), chapter 06's ``attention_maps.npz`` and the
 black-box scorer ``attention_scorer.pt2``. Recomputing the maps of the chapter's named examples from the
 model (a few seconds) catches a data file left behind by a retrained model.
