@@ -22,7 +22,8 @@ CACHE = course.BUILD / "executed"
 CELL_TIMEOUT_S = 120
 
 
-def _cache_key(notebook_path: Path) -> str:
+def cache_key(notebook_path: Path) -> str:
+    """A hash of everything that can change the notebook's outputs (also keys the graded cache of validate.py)."""
     digest = hashlib.sha256(b"v1")
     beside = notebook_path.parent.rglob("*")
     folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
@@ -74,7 +75,7 @@ def executed(notebook_path: Path) -> nbformat.NotebookNode:
     notebook_path = Path(notebook_path).resolve()
     target = CACHE / notebook_path.relative_to(course.ROOT)
     key_file = target.with_suffix(".key")
-    key = _cache_key(notebook_path)
+    key = cache_key(notebook_path)
     if target.exists() and key_file.exists() and key_file.read_text() == key:
         return nbformat.read(target, as_version=4)
     nb = execute(notebook_path)

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
-from autograder.execute import _cache_key
+from autograder.execute import cache_key
 
 CACHE = course.BUILD / "graded"
 TIMEOUT_S = 1800  # one notebook, everything included (chapter 05 trains a small model)
@@ -48,7 +48,7 @@ class Graded:
 
 
 def _key(notebook_path: Path, assignment: str) -> str:
-    digest = hashlib.sha256(_cache_key(notebook_path).encode())
+    digest = hashlib.sha256(cache_key(notebook_path).encode())
     grader = sorted((course.AUTOGRADER / "grading").glob("*.py"))
     for path in (course.solution_notebook(assignment), course.student_notebook(assignment), *grader):
         digest.update(path.name.encode())
