@@ -15,7 +15,7 @@ the names against every exercise).
 
 # The course's version: the package's version (pyproject.toml reads it from here), the git tag
 # ``v<version>`` the Colab setup cell installs from, and the version every student notebook's
-# setup cell asks for (autograder/setup_cell.py).
+# setup cell asks for (autograder/authoring/setup_cell.py).
 __version__ = "0.1.0"
 
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID, copy_task, reversal_task, token_vocabulary

@@ -1,11 +1,18 @@
-"""The course's build and grading tools.
+"""The course's tools: authoring the course, and grading a class.
 
-``python -m autograder --help`` lists the commands. The flow is::
+``python -m autograder --help`` lists the commands. The package has three parts::
 
-    solutions/NN/NN.ipynb  (instructor notebook: the one source of every solution and test)
-        -> chapters/NN/NN.ipynb               (student notebook, by nbgrader's generate_assignment)
-        -> autograder/reference/chNN.py       (reference module the hidden tests import)
-        -> _build/student, _build/instructor  (the two editions of the book)
+    authoring/   from the one source to everything generated from it (generate, check, book):
+                 solutions/NN/NN.ipynb -> chapters/NN/NN.ipynb (student notebooks, nbgrader)
+                                       -> autograder/reference/chNN.py (reference modules)
+                                       -> _build/student, _build/instructor (the two editions)
+    grading/     the class grader (``grade``): sandboxed student code, tests in the grader
+    reference/   GENERATED reference modules that the hidden tests import (never edit)
+
+and what both parts share: ``course.py`` (where things live), ``conventions.py`` (the notebook
+conventions: markers, regions, secret lines, cell kinds), ``nbgrader_course.py`` and
+``nbgrader_config.py`` (the course as an nbgrader course). Runtime state lives outside the
+package: the execution cache and books in ``_build/``, a class's grading in ``_grading/``.
 
 Nothing here is imported by student notebooks; keep this module free of heavy imports.
 """

@@ -1,11 +1,13 @@
 """The course's command line: ``python -m autograder COMMAND``.
 
-generate   write chapters/ (student notebooks) and autograder/reference/ from solutions/
-check      grade instructor and student notebooks with the class grader (no sandbox): the
-           reference must pass every test cell and the untouched student notebook fail every one
-book       build the student and instructor editions of the book (warnings are errors)
-grade      grade a class's submissions in sandboxes: grades.csv, details.csv, feedback
-           (see autograder/GRADING.md)
+authoring (autograder/authoring/):
+  generate   write chapters/ (student notebooks) and autograder/reference/ from solutions/
+  check      grade instructor and student notebooks with the class grader (no sandbox): the
+             reference must pass every test cell and the untouched student notebook fail every one
+  book       build the student and instructor editions of the book (warnings are errors)
+grading (autograder/grading/):
+  grade      grade a class's submissions in sandboxes: grades.csv, details.csv, feedback
+             (see autograder/GRADING.md)
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ def _assignments(selected: list[str] | None) -> list[str]:
 
 
 def cmd_generate(args) -> int:
-    from autograder.reference_export import write_reference
-    from autograder.release import generate_student_notebooks
+    from autograder.authoring.generate import generate_student_notebooks
+    from autograder.authoring.reference_export import write_reference
 
     assignments = _assignments(args.assignment)
     for assignment in assignments:
@@ -39,7 +41,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from autograder.validate import errors_outside_tests, grade_through_boundary
+    from autograder.authoring.check import errors_outside_tests, grade_through_boundary
 
     failures = 0
     for assignment in _assignments(args.assignment):
@@ -70,7 +72,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_book(args) -> int:
-    from autograder.book import build
+    from autograder.authoring.book import build
 
     for edition in args.edition or ["student", "instructor"]:
         print(f"built the {edition} edition: {build(edition).relative_to(course.ROOT)}/index.html")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ CHAPTERS = ROOT / "chapters"  # student notebooks (generated, committed)
 AUTOGRADER = ROOT / "autograder"
 REFERENCE = AUTOGRADER / "reference"  # reference modules (generated, committed)
 BUILD = ROOT / "_build"  # ignored: execution cache and the built books
+GRADING_WORK = ROOT / "_grading"  # ignored: a class's submissions, autograded notebooks, feedback, gradebook.db
 
 ASSIGNMENT_ID = re.compile(r"^\d\d_[a-z0-9_]+$")
 
@@ -39,3 +41,13 @@ def reference_module_name(assignment: str) -> str:
 
 def reference_module_path(assignment: str) -> Path:
     return REFERENCE / f"{reference_module_name(assignment)}.py"
+
+
+def environment_with_course(env: dict | None = None) -> dict[str, str]:
+    """A copy of ``env`` (default: this process's environment) whose ``PYTHONPATH`` starts with the
+    repository root, so that a child process (a kernel, jupyter-book, nbgrader, torchrun) can
+    import ``autograder.reference`` and ``experiments``, which are not installed. Every child
+    process of the course's tools gets its path from here."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env

@@ -6,7 +6,7 @@ nbgrader finds this file when it runs with ``autograder/`` as the working direct
 The course root is the repository root: instructor notebooks live in ``solutions/`` (the
 nbgrader source), the student notebooks that ``generate_assignment`` writes go to
 ``chapters/`` (committed), and everything produced while grading a class goes to the ignored
-working folder ``autograder/work/``.
+working folder ``_grading/``.
 """
 
 import sys
@@ -19,16 +19,16 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades
 c = get_config()  # noqa: F821  (injected by traitlets when nbgrader loads this file)
 
 _root = Path(__file__).resolve().parent.parent
-_work = _root / "autograder" / "work"
+_work = _root / "_grading"
 
 c.CourseDirectory.course_id = "attention-step-by-step"
 c.CourseDirectory.root = str(_root)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "chapters"
-c.CourseDirectory.submitted_directory = "autograder/work/submitted"
-c.CourseDirectory.autograded_directory = "autograder/work/autograded"
-c.CourseDirectory.feedback_directory = "autograder/work/feedback"
-c.CourseDirectory.solution_directory = "autograder/work/released_solutions"
+c.CourseDirectory.submitted_directory = "_grading/submitted"
+c.CourseDirectory.autograded_directory = "_grading/autograded"
+c.CourseDirectory.feedback_directory = "_grading/feedback"
+c.CourseDirectory.solution_directory = "_grading/released_solutions"
 c.CourseDirectory.db_url = f"sqlite:///{_work / 'gradebook.db'}"
 
 # Only notebooks are released; the instructor's execution artefacts never are.
@@ -37,12 +37,12 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "_buil
 # A cell may train a small model for a figure (chapters keep each cell well under this).
 c.Execute.timeout = 120
 
-# Every student notebook begins with the course's setup cell (autograder/setup_cell.py),
+# Every student notebook begins with the course's setup cell (autograder/authoring/setup_cell.py),
 # added after nbgrader's own steps; the course root goes on sys.path for that import.
 if str(_root) not in sys.path:
     sys.path.insert(0, str(_root))
-from autograder.feedback import ClearHiddenTracebacks  # noqa: E402
-from autograder.setup_cell import InsertSetupCell  # noqa: E402
+from autograder.authoring.setup_cell import InsertSetupCell  # noqa: E402
+from autograder.grading.feedback import ClearHiddenTracebacks  # noqa: E402
 
 c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(), InsertSetupCell]
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder import course  # noqa: E402
 from autograder.grading import gradebook  # noqa: E402
-from autograder.release import scratch_course  # noqa: E402
+from autograder.nbgrader_course import nbgrader_environment, scratch_course  # noqa: E402
 
 
 def submissions(assignment: str, count: int) -> dict[str, nbformat.NotebookNode]:
@@ -57,10 +57,7 @@ def submissions(assignment: str, count: int) -> dict[str, nbformat.NotebookNode]
 
 
 def env() -> dict:
-    e = dict(os.environ)
-    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e.get("PATH", "")  # nbgrader needs alembic
-    e["PYTHONPATH"] = str(ROOT)  # the grading kernel imports autograder.reference
-    return e
+    return nbgrader_environment()
 
 
 BUSY: list[float] = []  # machine-wide busy CPU seconds during each timed command

@@ -1,5 +1,5 @@
 """Shared fixtures: each notebook is executed once per run (and cached across runs by
-autograder/execute.py), and each edition of the book is built once per run.
+autograder/authoring/execute.py), and each edition of the book is built once per run.
 
 Test tiers (markers registered in pyproject.toml; README's second command runs them all):
 ``book`` builds an edition of the book, ``browser`` drives headless Chromium, ``root`` needs
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import book, course
-from autograder.execute import executed
+from autograder import course
+from autograder.authoring import book
+from autograder.authoring.execute import executed
 
 ASSIGNMENTS = course.assignments()
 

@@ -102,7 +102,7 @@ roots |= {v for k, v in os.environ.items() if k in ("PYTHONPATH", "VIRTUAL_ENV",
 print("roots", sorted(roots))
 for root in sorted(roots):
     for rel in ["solutions/03_attention_steps/03_attention_steps.ipynb", "autograder/reference/ch03_attention_steps.py",
-                "autograder/work/gradebook.db", "chapters"]:
+                "_grading/gradebook.db", "chapters"]:
         path = os.path.join(root, rel)
         try:
             print("READ", path, open(path).read()[:100])
@@ -110,7 +110,7 @@ for root in sorted(roots):
             print("blocked", path, type(exc).__name__)
     if root == os.getcwd() or root.startswith(os.getcwd() + "/"):
         continue  # the scratch folder: writing there is allowed
-    for rel in ["autograder/work/pwned", "pwned", ".venv/pwned"]:
+    for rel in ["_grading/pwned", "pwned", ".venv/pwned"]:
         path = os.path.join(root, rel)
         try:
             open(path, "w").write("pwned")

@@ -15,7 +15,7 @@ from course_venv import clean_env, fresh_venv
 from test_environment import _pins
 
 from autograder import course
-from autograder.setup_cell import course_version
+from autograder.authoring.setup_cell import course_version
 
 BINDER = course.ROOT / "binder"
 PACKAGE_DEPENDENCIES = ("numpy", "matplotlib", "torch")  # pyproject.toml's dependencies

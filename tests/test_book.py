@@ -8,7 +8,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from autograder import book, course
+from autograder import course
+from autograder.authoring import book
 from autograder.conventions import is_demo_cell
 
 EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)

@@ -2,7 +2,7 @@
 cell; the untouched stub earns none, each test failing with the stub's NotImplementedError.
 
 Each notebook is graded once by the grader's own runner in its no-sandbox mode
-(autograder/validate.py, cached under _build/graded/), exactly as ``python -m autograder check``
+(autograder/authoring/check.py, cached under _build/graded/), exactly as ``python -m autograder check``
 does: the tests run in the grader, the student's code in a kernel of its own, so a test cell that
 cannot cross the boundary fails here, on every machine.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from autograder import course
-from autograder.validate import errors_outside_tests, grade_through_boundary
+from autograder.authoring.check import errors_outside_tests, grade_through_boundary
 
 
 @functools.cache

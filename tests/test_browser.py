@@ -24,7 +24,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from autograder import book, course
+from autograder import course
+from autograder.authoring import book
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = course.BUILD / "screenshots"

@@ -8,7 +8,6 @@ both ranks must end with identical parameters, which must differ from the initia
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -17,7 +16,8 @@ import torch
 
 from attention_course.toy_translation import build_vocabularies
 from autograder import course
-from experiments.translation import CONFIGS, build_model
+from experiments.config import CONFIGS
+from experiments.models import build_model
 
 pytest.importorskip("torch.distributed")
 
@@ -30,7 +30,7 @@ def test_two_gloo_processes_end_with_identical_parameters(tmp_path):
         "-m", "experiments.translation", "--config", "tiny", "--model", "attention", "--device", "cpu",
         "--no-write", "--quiet", "--fresh", "--workdir", str(tmp_path / "work"), "--dump-params", str(dump),
     ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(course.ROOT), "MASTER_ADDR": "127.0.0.1"}
+    env = {**course.environment_with_course(), "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
     result = subprocess.run(command, cwd=course.ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"torchrun failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     ranks = [torch.load(tmp_path / f"params.attention.rank{r}.pt") for r in (0, 1)]

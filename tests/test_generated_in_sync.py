@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder import course
-from autograder.reference_export import reference_source
-from autograder.release import generate_student_notebooks
+from autograder.authoring.generate import generate_student_notebooks
+from autograder.authoring.reference_export import reference_source
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -19,7 +19,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import course, validate
+from autograder import course
+from autograder.authoring import check
 from autograder.grading import rpc, runner, sanitize, state
 from autograder.grading.agent import Agent
 from autograder.grading.sandbox import Sandbox
@@ -277,6 +278,6 @@ def test_check_grades_through_the_boundary(toy, tmp_path, monkeypatch):
     """Defect 6: a test cell that hands the student's code an object of its own (a probe) passes when one
     kernel runs everything (nbclient), and fails through the grader's boundary, which check now uses."""
     reference, _ = toy({"probe": CANNOT_CROSS})
-    monkeypatch.setattr(validate, "CACHE", tmp_path / "cache")
-    graded = validate.grade_through_boundary(course.solution_notebook("99_toy"), "99_toy")
+    monkeypatch.setattr(check, "CACHE", tmp_path / "cache")
+    graded = check.grade_through_boundary(course.solution_notebook("99_toy"), "99_toy")
     assert graded.status == "graded" and [c.score for c in graded.cells] == [0.0], graded.cells

@@ -193,7 +193,7 @@ def test_escape_attempts_fail(zoo_run, work):
     for word in ("READ", "WROTE", "CONNECTED"):
         assert word not in printed, printed
     assert "roots" in printed and str(course.ROOT) in printed  # it looked where the course really is
-    for path in (course.ROOT / "autograder" / "work" / "pwned", course.ROOT / "pwned", course.ROOT / ".venv" / "pwned",
+    for path in (course.GRADING_WORK / "pwned", course.ROOT / "pwned", course.ROOT / ".venv" / "pwned",
                  "/etc/pwned", "/usr/pwned", "/root/pwned", "/tmp/inside-scratch"):  # fmt: skip
         assert not Path(path).exists(), path
 

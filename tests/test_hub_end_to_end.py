@@ -137,14 +137,14 @@ def _answered(fetched: dict, solution: dict) -> dict:
 
 def _copy_course(destination: Path, owner) -> None:
     """The instructor's clone of the course: what a `git clone` gives (without .git), plus the
-    ignored autograder/work/ where the gradebook goes."""
+    ignored _grading/ where the gradebook goes."""
     ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "work")
     destination.mkdir()
     for name in ("solutions", "chapters", "autograder", "attention_course"):
         shutil.copytree(course.ROOT / name, destination / name, ignore=ignore)
     for name in ("pyproject.toml", "_config.yml", "requirements.txt"):  # the setup cell reads the last two
         shutil.copy(course.ROOT / name, destination)
-    (destination / "autograder" / "work").mkdir()
+    (destination / "_grading").mkdir()
     for path in [destination, *destination.rglob("*")]:
         os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
 
@@ -269,12 +269,12 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
             feedback[name] = page["content"]
 
         exported = teacher.terminal(
-            f"cd ~/{COURSE_FOLDER} && nbgrader export --to autograder/work/grades.csv; echo EXPORT-RC=$?",
+            f"cd ~/{COURSE_FOLDER} && nbgrader export --to _grading/grades.csv; echo EXPORT-RC=$?",
             r"EXPORT-RC=\d+",
             timeout=300,
         )
         assert re.search(r"EXPORT-RC=0", exported), exported[-3000:]
-        grades_csv = teacher.get_file(f"{COURSE_FOLDER}/autograder/work/grades.csv")["content"]
+        grades_csv = teacher.get_file(f"{COURSE_FOLDER}/_grading/grades.csv")["content"]
         timings["cycle: release to export"] = time.monotonic() - cycle
 
         # --- what came out ------------------------------------------------------------------
@@ -291,10 +291,10 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
         private = {
             "solutions": course_dir / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
             "reference module": course_dir / "autograder" / "reference" / f"ch{ASSIGNMENT}.py",
-            "gradebook": course_dir / "autograder" / "work" / "gradebook.db",
-            "grades export": course_dir / "autograder" / "work" / "grades.csv",
-            "a collected submission": course_dir / "autograder" / "work" / "submitted" / ada / NOTEBOOK,
-            "feedback": course_dir / "autograder" / "work" / "feedback" / ada / ASSIGNMENT / f"{ASSIGNMENT}.html",
+            "gradebook": course_dir / "_grading" / "gradebook.db",
+            "grades export": course_dir / "_grading" / "grades.csv",
+            "a collected submission": course_dir / "_grading" / "submitted" / ada / NOTEBOOK,
+            "feedback": course_dir / "_grading" / "feedback" / ada / ASSIGNMENT / f"{ASSIGNMENT}.html",
         }
         for label, path in private.items():
             assert harness.run_as(instructor, "cat", str(path)).returncode == 0, f"control: instructor reads {label}"

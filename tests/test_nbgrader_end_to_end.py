@@ -7,7 +7,6 @@ neither the rubrics nor the hidden tests."""
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 import subprocess
 import sys
@@ -18,17 +17,14 @@ from bs4 import BeautifulSoup
 
 from autograder import course
 from autograder.conventions import HIDDEN_REGION, MARK_SCHEME_REGION, inside_and_outside, normalise, secret_lines
-from autograder.release import scratch_course
+from autograder.nbgrader_course import nbgrader_environment, scratch_course
 
 
 def _nbgrader(scratch: Path, *args: str) -> None:
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader needs alembic
-    env["PYTHONPATH"] = str(course.ROOT)  # the grading kernel imports autograder.reference
     completed = subprocess.run(
         [str(Path(sys.executable).parent / "nbgrader"), *args],
         cwd=scratch,
-        env=env,
+        env=nbgrader_environment(),
         capture_output=True,
         text=True,
         timeout=600,

@@ -1,4 +1,4 @@
-"""The setup cell at the top of every student notebook (autograder/setup_cell.py), in its three
+"""The setup cell at the top of every student notebook (autograder/authoring/setup_cell.py), in its three
 branches: the course package present (nothing happens), Google Colab (it installs the package
 at the course's version from the course's repository, here a local git repository reached by
 a file URL, plus the pins of what is missing), and anywhere else without the package (it stops
@@ -20,7 +20,7 @@ import pytest
 from course_venv import clean_env, fresh_venv
 
 from autograder import course
-from autograder.setup_cell import (
+from autograder.authoring.setup_cell import (
     course_repository,
     course_version,
     dependency_pins,

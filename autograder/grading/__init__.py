@@ -16,5 +16,6 @@ One submission goes through::
       state.py      the grader process's state, put back for each submission
     gradebook.py  nbgrader's gradebook and the autograded notebooks (formgrader, export)
     report.py     grades.csv, details.csv, the feedback pages
+    feedback.py   what plain nbgrader's feedback must not show (a preprocessor of nbgrader_config.py)
     batch.py      the whole class, in parallel workers; cli.py, the command line
 """

@@ -38,7 +38,7 @@ from autograder.grading import collect, gradebook, report
 from autograder.grading.runner import CellGrade, Options, Result
 from autograder.grading.sandbox import sandbox_problem
 
-DEFAULT_WORK = course.AUTOGRADER / "work"  # as in autograder/nbgrader_config.py
+DEFAULT_WORK = course.GRADING_WORK  # as in autograder/nbgrader_config.py
 
 # ---- worker processes ---------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autograder import course
 
-DEFAULT_WORK = course.AUTOGRADER / "work"
+DEFAULT_WORK = course.GRADING_WORK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--call-timeout", type=float, default=120,
                         help="seconds per cell or call before it is interrupted (default 120)")  # fmt: skip
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
-                        help="gradebook and autograded notebooks (default: autograder/work)")  # fmt: skip
+                        help="gradebook and autograded notebooks (default: _grading)")  # fmt: skip
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run student code unsandboxed (trusted code only)")  # fmt: skip
 

@@ -103,7 +103,7 @@ def _named_regexps() -> list[re.Pattern]:
     """nbgrader's FileNameCollector.named_regexp from the course config, then our defaults."""
     patterns = []
     try:
-        from autograder.release import nbgrader_config
+        from autograder.nbgrader_course import nbgrader_config
 
         configured = nbgrader_config().get("FileNameCollector", {}).get("named_regexp", "")
         if configured:

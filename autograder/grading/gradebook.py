@@ -1,6 +1,6 @@
 """Keep nbgrader's gradebook in step, so that formgrader, manual grading and export keep working.
 
-The gradebook (``gradebook.db`` in the working folder, ``autograder/work/`` by default, as in
+The gradebook (``gradebook.db`` in the working folder, ``_grading/`` by default, as in
 ``autograder/nbgrader_config.py``) gets the assignment from nbgrader's own
 ``generate_assignment`` (cells, points, checksums), then, per student, the submission, the
 automatic score of each test cell (``auto_score``) and the autograded notebook under
@@ -22,7 +22,7 @@ from autograder import course
 
 def db_url(work: Path) -> str:
     """The gradebook's URL; also puts the venv's ``bin`` on PATH (nbgrader runs ``alembic`` from it)."""
-    from autograder.release import venv_on_path
+    from autograder.nbgrader_course import venv_on_path
 
     venv_on_path()
     return f"sqlite:///{Path(work).resolve() / 'gradebook.db'}"
@@ -34,7 +34,7 @@ def ensure_assignment(work: Path, assignment: str) -> None:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder.release import nbgrader_config
+    from autograder.nbgrader_course import nbgrader_config
 
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ CELL_TIMEOUT_S = 120
 
 
 def cache_key(notebook_path: Path) -> str:
-    """A hash of everything that can change the notebook's outputs (also keys the graded cache of validate.py)."""
+    """A hash of everything that can change the notebook's outputs (also keys the graded cache of check.py)."""
     digest = hashlib.sha256(b"v1")
     beside = notebook_path.parent.rglob("*")
     folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
@@ -41,9 +41,9 @@ def cache_key(notebook_path: Path) -> str:
 
 @contextmanager
 def _course_environment():
-    """Let the kernel import ``autograder.reference`` (the repository root on PYTHONPATH)."""
+    """Let the kernel import ``autograder.reference`` (see :func:`course.environment_with_course`)."""
     saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(course.ROOT), saved) if p)
+    os.environ["PYTHONPATH"] = course.environment_with_course()["PYTHONPATH"]
     try:
         yield
     finally:

@@ -1,9 +1,7 @@
-"""Generate the student notebooks in ``chapters/`` with nbgrader's ``generate_assignment``.
+"""The course as an nbgrader course: its configuration, and throwaway copies of it.
 
-The configuration is ``autograder/nbgrader_config.py``; only the destination and the
-gradebook are overridden: the gradebook used here is a throwaway one, so that regenerating
-the student notebooks never touches the grading gradebook. (The config adds one preprocessor
-after nbgrader's own: autograder/setup_cell.py's setup cell and kernel specification.)
+Shared by authoring (``generate`` writes the student notebooks with nbgrader) and grading (the
+gradebook, collecting submissions); the configuration itself is ``autograder/nbgrader_config.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from autograder import course
@@ -35,26 +32,13 @@ def venv_on_path() -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
-def generate_student_notebooks(assignments: list[str], release_dir: Path) -> None:
-    """Write ``release_dir/<assignment>/<assignment>.ipynb`` for each assignment."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
-    venv_on_path()
-    with tempfile.TemporaryDirectory(prefix="gradebook-") as scratch:
-        config = nbgrader_config(
-            CourseDirectory={
-                "release_directory": str(release_dir.resolve()),
-                "db_url": f"sqlite:///{Path(scratch) / 'gradebook.db'}",
-            }
-        )
-        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-        for assignment in assignments:
-            result = api.generate_assignment(assignment, force=True, create=True)
-            if not result["success"]:
-                raise RuntimeError(
-                    f"generate_assignment {assignment} failed:\n{result.get('error', '')}\n{result.get('log', '')}"
-                )
+def nbgrader_environment() -> dict[str, str]:
+    """The environment for an ``nbgrader`` command run as a child process: ``alembic`` on PATH
+    (see :func:`venv_on_path`) and the repository on PYTHONPATH (the grading kernel imports
+    ``autograder.reference``)."""
+    env = course.environment_with_course()
+    env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p)
+    return env
 
 
 def scratch_course(assignment: str, root: Path) -> Path:

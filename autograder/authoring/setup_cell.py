@@ -1,7 +1,7 @@
 """The setup cell: the first code cell of every student notebook, the same in every chapter.
 
 This file is its one source. ``python -m autograder generate`` inserts it (through
-:class:`InsertSetupCell`, an nbgrader preprocessor that autograder/release.py adds to
+:class:`InsertSetupCell`, an nbgrader preprocessor that autograder/authoring/generate.py adds to
 ``generate_assignment``) right after each notebook's title cell, so that a student notebook
 runs wherever it is opened:
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
-from autograder.execute import cache_key
+from autograder.authoring.execute import cache_key
 
 CACHE = course.BUILD / "graded"
 TIMEOUT_S = 1800  # one notebook, everything included (chapter 05 trains a small model)

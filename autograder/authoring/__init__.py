@@ -1,0 +1,11 @@
+"""Authoring the course: from the instructor notebooks in ``solutions/`` to what is generated from them.
+
+    generate.py          chapters/ (student notebooks) with nbgrader's generate_assignment
+      setup_cell.py        the setup cell nbgrader adds at the top of every student notebook
+    reference_export.py  autograder/reference/chNN_name.py from each notebook's solution cells
+    execute.py           each notebook executed once, cached in _build/executed/
+    check.py             both ways through the class grader's runner: the reference earns every
+                         point, the untouched stub none (``python -m autograder check``)
+    book.py              the student and instructor editions of the book (``python -m autograder book``)
+      book_extension.py  the book's Sphinx extension
+"""
