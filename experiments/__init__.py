@@ -4,6 +4,21 @@ These programs train the models whose results the chapters show. They may import
 reference implementations in :mod:`autograder.reference` (students never receive them), so
 they live outside the student package :mod:`attention_course`.
 
+The programs (each ``python -m experiments.NAME --help``): the run and its command line.
+
 - :mod:`experiments.translation`: the English -> French models of chapters 05 and 06, with and
-  without attention; ``python -m experiments.translation --help``.
+  without attention (several processes under ``torchrun``);
+- :mod:`experiments.variants`: the six attention variants of chapter 05's comparison;
+- :mod:`experiments.transformer`: chapter 07's Transformer beside the RNN with attention;
+- :mod:`experiments.exports`: chapter 06's data (maps and the black-box scorer) from its trained model;
+- :mod:`experiments.soft_maps`: how soft the maps of chapter 06's model are.
+
+What they share, one concern a module:
+
+- :mod:`experiments.config`: the configurations of chapter 05's runs (``Config``, ``CONFIGS``);
+- :mod:`experiments.data`: the toy data's splits, encoded, and their padded batches;
+- :mod:`experiments.models`: the decoder without attention, the attention variants' decoder, the builders;
+- :mod:`experiments.training`: the training loops, seeds, progress bars, precision, ``torchrun`` set-up;
+- :mod:`experiments.evaluation`: greedy decoding, exact match and BLEU by source length, soft attention rows;
+- :mod:`experiments.cli`: where things go, the parser and the options every training program takes.
 """

@@ -19,7 +19,6 @@ stripped here, and ``tests/test_shipped_results.py`` checks that no line of chap
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -32,10 +31,14 @@ from torch import nn
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
 from attention_course.translation import Seq2Seq, greedy_translate
 from autograder.reference.ch05_gpu_training import pad_batch
-from experiments.translation import DEFAULT_OUT, MAPS_OUT, ROOT, Config, build_model, load_data, make_batch
+from experiments.cli import ASSETS, ROOT, make_parser
+from experiments.config import Config
+from experiments.data import load_data, make_batch
+from experiments.models import build_model
 
 # the one model chapter 06 reads (``--config maps``: bidirectional encoder, scaled dot-product score; see
-# experiments.soft_maps for its two measured figures)
+# experiments.soft_maps for its two measured figures), in the folder ``--config maps`` writes to
+MAPS_OUT = ROOT / "experiments" / "maps_model"
 MAPS_MODEL = MAPS_OUT / "attention_model.pt"
 
 # Chapter 06 reads data and a black box, never the model's code: chapter 05 asks the students to write the
@@ -55,8 +58,8 @@ NUM_GREEDY = 300  # test sentences with stored greedy translations (besides the 
 
 
 def load_attention_model(path: Path):
-    """The attention model saved by :func:`run` (``attention_model.pt``: weights, configuration, vocabularies),
-    on the CPU in evaluation mode; returns ``(model, config, saved)``."""
+    """The attention model saved by :func:`experiments.translation.run` (``attention_model.pt``: weights,
+    configuration, vocabularies), on the CPU in evaluation mode; returns ``(model, config, saved)``."""
     saved = torch.load(path, map_location="cpu")
     config = Config(**saved["config"])
     model = build_model("attention", config, len(saved["source_vocab"]), len(saved["target_vocab"]))
@@ -268,11 +271,9 @@ def export_attention_maps(checkpoint: Path, maps_out: Path, log=print) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.exports", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = make_parser("python -m experiments.exports", __doc__)
     parser.add_argument("--checkpoint", type=Path, default=MAPS_MODEL, help="the model (default: %(default)s)")
-    parser.add_argument("--maps-out", type=Path, default=DEFAULT_OUT, help="where chapter 06's data goes")
+    parser.add_argument("--maps-out", type=Path, default=ASSETS, help="where chapter 06's data goes")
     args = parser.parse_args(argv)
     export_attention_maps(args.checkpoint, args.maps_out)
     return 0

@@ -17,7 +17,6 @@ reads, :data:`MAPS_MODEL`) and prints:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from attention_course.toy_translation import CLASSIC_PAIR
+from experiments.cli import make_parser
+from experiments.data import load_data
 from experiments.exports import MAPS_MODEL, forced_maps, load_attention_model  # MAPS_MODEL: chapter 06's model
-from experiments.translation import load_data
 
 CLASSIC_ALIGNMENT = (("je", "i"), ("t'", "you"), ("aime", "love"))
 SOFT_THRESHOLD = 0.9
@@ -63,7 +63,7 @@ def measure(checkpoint: Path = MAPS_MODEL) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.soft_maps", description=__doc__)
+    parser = make_parser("python -m experiments.soft_maps", __doc__)
     parser.add_argument("checkpoint", nargs="?", type=Path, default=MAPS_MODEL)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)

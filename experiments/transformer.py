@@ -9,12 +9,12 @@ updates, the same ``train_step`` of chapter 05):
   implementation, :mod:`autograder.reference.ch07_transformer`: sinusoidal positions, pre-norm
   encoder and decoder layers);
 - ``rnn_attention``: chapter 05's attention model (bidirectional GRU encoder, GRU decoder with
-  Luong dot attention, built by :func:`experiments.translation.build_model`) at its ``medium`` sizes.
+  Luong dot attention, built by :func:`experiments.models.build_model`) at its ``medium`` sizes.
 
 Training uses only sentences of at most ``max_train_len`` source words (20 for ``medium``); the
 test split keeps every length up to 40, so the longer test sentences are longer than any sentence
 either model has seen. It then evaluates greedy translations of the test split by source length
-(exact match and BLEU, :func:`experiments.translation.evaluate`) and writes
+(exact match and BLEU, :func:`experiments.evaluation.evaluate`) and writes
 ``attention_course/assets/transformer_results.json`` (``--out``): the configuration, the device,
 and per model the number of parameters, training time, target tokens per second, training
 curves and the length table. Chapter 07 reads that file.
@@ -30,7 +30,6 @@ results already in the file (same configuration). ``--config full`` is sized for
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -39,16 +38,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from attention_course.data import BOS_ID, EOS_ID, PAD_ID
-from autograder.reference.ch05_gpu_training import length_bucketed_batches, pick_device, train_step
+from autograder.reference.ch05_gpu_training import pick_device
 from autograder.reference.ch07_transformer import TransformerTranslator
-from experiments import translation
+from experiments.cli import ASSETS, add_run_arguments, make_parser
+from experiments.config import CONFIGS as RNN_CONFIGS
+from experiments.data import load_data
+from experiments.evaluation import LENGTH_BINS, evaluate, transformer_greedy
+from experiments.models import build_model
+from experiments.training import batch_schedule, seed_everything, train_steps
 
-ROOT = translation.ROOT
-DEFAULT_OUT = ROOT / "attention_course" / "assets"
 RESULTS_FILE = "transformer_results.json"
 MODELS = ("transformer", "rnn_attention")
 LABELS = {"transformer": "Transformer", "rnn_attention": "RNN with attention"}
@@ -88,121 +88,37 @@ CONFIGS = {
 }
 
 
-def load_data(config: Config):
-    """The splits of :func:`experiments.translation.load_data`, with training and validation sentences
-    capped at ``config.max_train_len`` source words (the test split keeps every length).
-    Returns ``(src_vocab, tgt_vocab, splits, encoded)`` like that function."""
-    base = translation.CONFIGS["medium"]
-    data_config = dataclasses.replace(
-        base, num_train=config.num_train, num_valid=config.num_valid, num_test=config.num_test, seed=config.seed
-    )
-    src_vocab, tgt_vocab, splits, encoded = translation.load_data(data_config)
-    for name in ("train", "valid"):
-        keep = [i for i, (english, _) in enumerate(splits[name]) if len(english.split()) <= config.max_train_len]
-        splits[name] = [splits[name][i] for i in keep]
-        encoded[name] = [encoded[name][i] for i in keep]
-    encoded["vocab_sizes"] = (len(src_vocab), len(tgt_vocab))
-    return src_vocab, tgt_vocab, splits, encoded
-
-
 def build(kind: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -> torch.nn.Module:
     """A freshly initialised ``transformer`` or ``rnn_attention`` model."""
     if kind == "transformer":
         return TransformerTranslator(
             src_vocab_size, tgt_vocab_size, config.d_model, config.n_heads, config.d_ff, config.n_layers
         )
-    rnn_config = dataclasses.replace(
-        translation.CONFIGS["medium"], emb_dim=config.emb_dim, hidden_dim=config.hidden_dim
-    )
-    return translation.build_model("attention", rnn_config, src_vocab_size, tgt_vocab_size)
-
-
-def learning_rate(config: Config, kind: str, step: int) -> float:
-    """Linear warm-up over ``config.warmup`` steps, then linear decay to 10 % of the peak at the last step."""
-    peak = config.lr_transformer if kind == "transformer" else config.lr_rnn
-    if step < config.warmup:
-        return peak * (step + 1) / config.warmup
-    progress = (step - config.warmup) / max(config.steps - config.warmup, 1)
-    return peak * (1.0 - 0.9 * min(progress, 1.0))
-
-
-def batch_schedule(config: Config, train_lengths) -> list[list[int]]:
-    """The ``config.steps`` batches both models train on: length-bucketed epochs, reshuffled every epoch."""
-    batches, epoch = [], 0
-    while len(batches) < config.steps:
-        batches += length_bucketed_batches(train_lengths, config.batch_size, seed=config.seed + epoch)
-        epoch += 1
-    return batches[: config.steps]
-
-
-@torch.no_grad()
-def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int):
-    """Greedy decoding: encode once, then at every step run the decoder on the prefix so far and take the
-    most likely next token. Returns ``(B, L)`` long, PAD after each row's first EOS."""
-    model.eval()
-    memory, src_mask = model.encode(src, lengths)
-    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)
-        next_token = torch.where(done, torch.full_like(next_token, PAD_ID), next_token)
-        ys = torch.cat([ys, next_token[:, None]], dim=1)
-        done |= next_token == EOS_ID
-        if bool(done.all()):
-            break
-    return ys[:, 1:]
+    rnn_config = dataclasses.replace(RNN_CONFIGS["medium"], emb_dim=config.emb_dim, hidden_dim=config.hidden_dim)
+    return build_model("attention", rnn_config, src_vocab_size, tgt_vocab_size)
 
 
 def train(kind: str, config: Config, encoded, device, max_seconds=None, show_progress=True, log=print):
-    """Train one model on :func:`batch_schedule`'s batches; returns ``(model, history, figures)`` where
-    ``figures`` holds the timing (training seconds without validation, steps, target tokens per second)."""
-    translation.seed_everything(config.seed)
+    """Train one model for ``config.steps`` steps on :func:`experiments.training.batch_schedule`'s batches (the
+    same for both models), its learning rate warmed up over ``config.warmup`` steps, then decayed to 10 %;
+    returns ``(model, history, figures)`` where ``figures`` holds the timing (training seconds without
+    validation, steps, target tokens per second)."""
+    seed_everything(config.seed)
     model = build(kind, config, *encoded["vocab_sizes"]).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate(config, kind, 0), betas=(0.9, 0.98))
-    amp_dtype = torch.bfloat16 if device.type == "cuda" else None
-    train_pairs = encoded["train"]
-    batches = batch_schedule(config, [len(s) for s, _ in train_pairs])
-    valid_batches = [
-        translation.make_batch([encoded["valid"][i] for i in b])
-        for b in length_bucketed_batches([len(s) for s, _ in encoded["valid"]], 256, shuffle=False)
-    ]
-    budget = max_seconds if max_seconds is not None else config.max_seconds
-    every = max(1, len(batches) // 8)  # validation points
-    history = {"step": [], "train_loss": [], "valid_loss": [], "seconds": []}
-    progress = translation.progress_bar(len(batches), LABELS[kind], enabled=show_progress)
-    losses, tokens, train_seconds, cpu_seconds, step = [], 0, 0.0, 0.0, 0
-    for step, indices in enumerate(batches):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(config, kind, step)
-        batch = translation.make_batch([train_pairs[i] for i in indices])
-        losses.append(train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
-        train_seconds += time.perf_counter() - started  # train_step ends with loss.item(): synchronised
-        cpu_seconds += time.process_time() - cpu_started
-        tokens += int((batch["tgt_out"] != PAD_ID).sum())
-        out_of_time = budget is not None and train_seconds > budget
-        if (step + 1) % every == 0 or step == len(batches) - 1 or out_of_time:
-            history["step"].append(step + 1)
-            history["train_loss"].append(float(np.mean(losses[-every:])))
-            history["valid_loss"].append(translation.validation_loss(model, valid_batches, device))
-            history["seconds"].append(train_seconds)
-        progress.update(1)
-        if step % 10 == 0 or step == len(batches) - 1:
-            progress.set_postfix(loss=f"{np.mean(losses[-50:]):.3g}", tok_per_s=f"{tokens / train_seconds:.0f}")
-        if out_of_time:
-            log(f"{kind}: stopped after {train_seconds:.0f} s of training (time budget), step {step + 1}")
-            break
-    progress.close()
-    figures = {
-        "steps": step + 1,
-        "train_seconds": train_seconds,
-        "train_cpu_seconds": cpu_seconds,  # CPU time of this process (all its threads) while training
-        "target_tokens": tokens,
-        "target_tokens_per_second": tokens / train_seconds,
-        "target_tokens_per_cpu_second": tokens / cpu_seconds,  # less sensitive to other work on a shared machine
-        "final_train_loss": history["train_loss"][-1],
-        "final_valid_loss": history["valid_loss"][-1],
-    }
+    batches = batch_schedule([len(s) for s, _ in encoded["train"]], config.steps, config.batch_size, config.seed)
+    history, figures = train_steps(
+        model,
+        batches,
+        encoded,
+        device,
+        peak_lr=config.lr_transformer if kind == "transformer" else config.lr_rnn,
+        warmup=config.warmup,
+        name=kind,
+        label=LABELS[kind],
+        max_seconds=max_seconds if max_seconds is not None else config.max_seconds,
+        show_progress=show_progress,
+        log=log,
+    )
     return model, history, figures
 
 
@@ -224,7 +140,7 @@ def run_transformer(
     config = CONFIGS[config_name]
     device = pick_device(device)
     started = time.perf_counter()
-    src_vocab, tgt_vocab, splits, encoded = load_data(config)
+    src_vocab, tgt_vocab, splits, encoded = load_data(config, max_train_len=config.max_train_len)
     longest = max(len(english.split()) for english, _ in splits["train"])
     log(
         f"data: {len(splits['train'])} training pairs of at most {config.max_train_len} source words (longest "
@@ -246,7 +162,7 @@ def run_transformer(
             "valid_pairs": len(splits["valid"]),
             "test_pairs": len(splits["test"]),
             "longest_train_source": longest,
-            "length_bins": [f"{low}-{high}" for low, high in translation.LENGTH_BINS],
+            "length_bins": [f"{low}-{high}" for low, high in LENGTH_BINS],
         },
         "models": {},
     }
@@ -256,7 +172,7 @@ def run_transformer(
         )
         t0 = time.perf_counter()
         decode = transformer_greedy if kind == "transformer" else None
-        evaluation = translation.evaluate(model, splits["test"], encoded["test"], tgt_vocab, device, decode=decode)
+        evaluation = evaluate(model, splits["test"], encoded["test"], tgt_vocab, device, decode=decode)
         eval_seconds = time.perf_counter() - t0
         results["models"][kind] = {
             "label": LABELS[kind],
@@ -289,19 +205,12 @@ def run_transformer(
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.transformer",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = make_parser("python -m experiments.transformer", __doc__)
     parser.add_argument("--config", choices=sorted(CONFIGS), default="medium")
     parser.add_argument("--model", choices=["both", *MODELS], default="both")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: what pick_device finds)")
+    add_run_arguments(parser)
     parser.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where transformer_results.json goes")
-    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
-    parser.add_argument("--max-seconds", type=float, default=None, help="stop training each model after this long")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--out", type=Path, default=ASSETS, help="where transformer_results.json goes")
     args = parser.parse_args(argv)
     run_transformer(
         args.config,

@@ -35,7 +35,6 @@ busy 2-core CPU) and ``full`` (for one GPU, under bf16 autocast; ``scripts/gpu_c
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -43,26 +42,17 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from attention_course.data import PAD_ID
-from attention_course.translation import GRUEncoder, Seq2Seq
-from autograder.reference import ch04_qkv_variants as ch04
 from autograder.reference import ch05_gpu_training as ch05
-from experiments.translation import (
-    ROOT,
-    Config,
-    PlainDecoder,
-    evaluate,
-    load_data,
-    make_batch,
-    progress_bar,
-    seed_everything,
-)
+from experiments.cli import ASSETS, add_run_arguments, make_parser
+from experiments.config import Config
+from experiments.data import describe, load_data, make_batch
+from experiments.evaluation import evaluate, soft_row_share
+from experiments.models import NUM_HEADS, VARIANTS, build_variant
+from experiments.training import autocast_dtype, seed_everything, synchronize, train_updates
 
-DEFAULT_OUT = ROOT / "attention_course" / "assets"
 RESULTS_FILE = "variants_results.json"
-VARIANTS = ("none", "dot", "general", "additive", "scaled_dot", "multi_head")
 LABELS = {
     "none": "no attention",
     "dot": "dot (Luong)",
@@ -71,12 +61,11 @@ LABELS = {
     "scaled_dot": "scaled dot product",
     "multi_head": "multi-head (4 heads)",
 }
-NUM_HEADS = 4
 
 
 @dataclasses.dataclass(frozen=True)
 class VariantsConfig:
-    """The data and model sizes (a :class:`experiments.translation.Config`) and the number of updates."""
+    """The data and model sizes (a :class:`experiments.config.Config`) and the number of updates."""
 
     data: Config
     updates: int
@@ -90,104 +79,15 @@ CONFIGS = {
 }
 
 
-class VariantDecoder(ch05.AttentionDecoder):
-    """Chapter 05's ``AttentionDecoder`` (embedding, GRU, ``combine``, ``out``) with its attention step swapped.
-
-    ``forward(tgt_in (B, T_dec), hidden (B, d), enc_outputs (B, T_enc, d), src_mask (B, T_enc))`` returns
-    ``(logits (B, T_dec, n_vocab), weights (B, T_dec, T_enc))``: the GRU gives the decoder states ``s_t``, the
-    variant's :meth:`attend` gives the attention vectors ``a_t`` and weights ``alpha_t``, and the output is
-    ``out(tanh(combine([a_t; s_t])))`` for every variant.
-    """
-
-    def __init__(self, variant: str, vocab_size: int, emb_dim: int, hidden_dim: int):
-        super().__init__(vocab_size, emb_dim, hidden_dim)
-        self.variant = variant
-        d = hidden_dim
-        if variant == "general":
-            self.W = nn.Parameter(torch.empty(d, d))  # (d, d): e_t,i = s_t^T W h_i
-            nn.init.xavier_uniform_(self.W)
-        elif variant == "additive":
-            self.score = ch05.AdditiveScore(d, d, d)  # d_a = d
-        elif variant == "multi_head":
-            self.attention = ch04.MultiHeadAttention(d, NUM_HEADS)
-        elif variant not in ("dot", "scaled_dot"):
-            raise ValueError(f"unknown attention variant {variant!r}; choose from {VARIANTS[1:]}")
-
-    def attend(self, states: torch.Tensor, enc_outputs: torch.Tensor, src_mask: torch.Tensor):
-        """Attention of the decoder states ``(B, T_dec, d)`` over the encoder states ``(B, T_enc, d)`` ->
-        ``(a (B, T_dec, d), alpha (B, T_dec, T_enc))``; padded source positions get weight 0."""
-        mask = src_mask[:, None, :]  # (B, 1, T_enc), True = may attend
-        if self.variant == "scaled_dot":
-            return ch04.scaled_dot_product_attention(states, enc_outputs, enc_outputs, mask)
-        if self.variant == "multi_head":
-            return self.attention(states, enc_outputs, enc_outputs, key_padding_mask=src_mask)
-        if self.variant == "dot":
-            scores = ch04.dot_score(states, enc_outputs)  # (B, T_dec, T_enc)
-        elif self.variant == "general":
-            scores = ch04.general_score(states, enc_outputs, self.W)
-        else:
-            scores = self.score(states, enc_outputs)
-        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (B, T_dec, T_enc)
-        return weights @ enc_outputs, weights  # (B, T_dec, d), (B, T_dec, T_enc)
-
-    def forward(self, tgt_in, hidden, enc_outputs, src_mask):
-        states, _ = self.rnn(self.embedding(tgt_in), hidden.unsqueeze(0))  # s_1 .. s_T_dec, (B, T_dec, d)
-        context, weights = self.attend(states, enc_outputs, src_mask)
-        attentional = torch.tanh(self.combine(torch.cat([context, states], dim=-1)))  # (B, T_dec, d)
-        return self.out(attentional), weights
-
-
-def build_variant(variant: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
-    """The encoder-decoder of ``variant`` (one of :data:`VARIANTS`), with ``config``'s sizes."""
-    encoder = GRUEncoder(src_vocab_size, config.emb_dim, config.hidden_dim)
-    if variant == "none":
-        decoder = PlainDecoder(tgt_vocab_size, config.emb_dim, config.hidden_dim)
-    else:
-        decoder = VariantDecoder(variant, tgt_vocab_size, config.emb_dim, config.hidden_dim)
-    return Seq2Seq(encoder, decoder)
-
-
 def train_variant(variant: str, config: VariantsConfig, encoded, device, amp_dtype=None, max_seconds=None, log=print):
     """Train one variant for ``config.updates`` steps (fewer if ``max_seconds`` runs out); returns
     ``(model, figures)`` with the training loss, the number of updates, the seconds and the tokens/s."""
-    data = config.data
-    seed_everything(data.seed)  # the same initial encoder and decoder core for every variant
-    src_size, tgt_size = encoded["vocab_sizes"]
-    model = build_variant(variant, data, src_size, tgt_size).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=data.lr)
-    train_pairs = encoded["train"]
-    lengths = [len(s) for s, _ in train_pairs]
-    progress = progress_bar(config.updates, f"{variant:>10}", enabled=log is print)
-    losses, target_tokens, step, epoch = [], 0, 0, 0
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    started = time.perf_counter()
-    while step < config.updates:
-        for indices in ch05.length_bucketed_batches(lengths, data.batch_size, seed=data.seed + epoch):
-            batch = make_batch([train_pairs[i] for i in indices])
-            losses.append(ch05.train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
-            target_tokens += int((batch["tgt_out"] != PAD_ID).sum())
-            step += 1
-            progress.update(1)
-            if step % 20 == 0 or step == config.updates:
-                progress.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3g}")
-            if step >= config.updates or (max_seconds is not None and time.perf_counter() - started > max_seconds):
-                break
-        epoch += 1
-        if max_seconds is not None and time.perf_counter() - started > max_seconds:
-            break
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - started
-    progress.close()
-    last = losses[-50:]
-    return model, {
-        "updates": step,
-        "epochs": step * data.batch_size / len(train_pairs),
-        "train_loss": sum(last) / len(last),
-        "train_seconds": seconds,
-        "target_tokens_per_second": target_tokens / seconds,
-    }
+    seed_everything(config.data.seed)  # the same initial encoder and decoder core for every variant
+    model = build_variant(variant, config.data, *encoded["vocab_sizes"]).to(device)
+    figures = train_updates(
+        model, config.data, config.updates, encoded, device, amp_dtype, max_seconds, f"{variant:>10}", log is print
+    )
+    return model, figures
 
 
 def measure_throughput(config: VariantsConfig, encoded, variants, device, amp_dtype=None, rounds=3, steps=10):
@@ -208,32 +108,13 @@ def measure_throughput(config: VariantsConfig, encoded, variants, device, amp_dt
     best = {variant: float("inf") for variant in variants}
     for _ in range(rounds):
         for variant, (model, optimizer) in models.items():
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            synchronize(device)
             started = time.perf_counter()
             for batch in batches:
                 ch05.train_step(model, batch, optimizer, PAD_ID, amp_dtype=amp_dtype)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            synchronize(device)
             best[variant] = min(best[variant], time.perf_counter() - started)
     return {variant: tokens / seconds for variant, seconds in best.items()}
-
-
-@torch.no_grad()
-def soft_row_share(model: Seq2Seq, encoded_pairs, threshold: float = 0.9, batch_size: int = 250) -> float | None:
-    """The share of target rows (gold translation fed to the decoder, ``<eos>`` rows included) whose largest
-    attention weight is below ``threshold``; None for a model without attention weights."""
-    model.eval()
-    device = next(model.parameters()).device
-    peaks = []
-    for start in range(0, len(encoded_pairs), batch_size):
-        chunk = encoded_pairs[start : start + batch_size]
-        batch = make_batch(chunk)
-        _, weights = model.forward_with_weights(batch["src"].to(device), batch["lengths"], batch["tgt_in"].to(device))
-        if weights is None:
-            return None
-        peaks += [weights[row, : len(t), : len(s)].float().max(-1).values.cpu() for row, (s, t) in enumerate(chunk)]
-    return float((torch.cat(peaks) < threshold).float().mean())
 
 
 def run_variants(
@@ -247,13 +128,11 @@ def run_variants(
     """
     config = CONFIGS[config_name]
     device = ch05.pick_device(device)
-    amp_dtype = torch.bfloat16 if device.type == "cuda" else None
+    amp_dtype = autocast_dtype(device)
     src_vocab, tgt_vocab, splits, encoded = load_data(config.data)
-    encoded["vocab_sizes"] = (len(src_vocab), len(tgt_vocab))
     log(
-        f"variants {list(variants)}, config {config_name!r}: {len(splits['train'])} train / {len(splits['test'])} test "
-        f"pairs, {config.updates} updates of {config.data.batch_size} sentences, device {device}, "
-        f"{torch.get_num_threads()} CPU threads"
+        f"variants {list(variants)}, config {config_name!r}: {describe(splits, encoded)}, {config.updates} updates "
+        f"of {config.data.batch_size} sentences, device {device}, {torch.get_num_threads()} CPU threads"
     )
     results = {
         "made_by": f"python -m experiments.variants --config {config_name}",
@@ -312,15 +191,11 @@ def add_throughput(results, config, encoded, variants, device, amp_dtype=None, l
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.variants", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = make_parser("python -m experiments.variants", __doc__)
     parser.add_argument("--config", choices=sorted(CONFIGS), default="variants")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
-    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: what pick_device finds)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of variants_results.json")
-    parser.add_argument("--no-write", action="store_true", help="write nothing (a dry run)")
-    parser.add_argument("--max-seconds", type=float, default=None, help="bound each variant's training time")
+    add_run_arguments(parser, quiet=False)
+    parser.add_argument("--out", type=Path, default=ASSETS, help="folder of variants_results.json")
     parser.add_argument(
         "--throughput-only", action="store_true", help="train nothing: measure the throughputs again into the file"
     )
@@ -330,10 +205,8 @@ def main(argv=None) -> int:
         results = json.loads(path.read_text())
         config = CONFIGS[args.config]
         device = ch05.pick_device(args.device)
-        src_vocab, tgt_vocab, _, encoded = load_data(config.data)
-        encoded["vocab_sizes"] = (len(src_vocab), len(tgt_vocab))
-        amp_dtype = torch.bfloat16 if device.type == "cuda" else None
-        add_throughput(results, config, encoded, list(results["variants"]), device, amp_dtype)
+        _, _, _, encoded = load_data(config.data)
+        add_throughput(results, config, encoded, list(results["variants"]), device, autocast_dtype(device))
         path.write_text(json.dumps(results, indent=1) + "\n")
         print(f"wrote {path}")
         return 0

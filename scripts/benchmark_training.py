@@ -6,7 +6,7 @@ EOS included: the tokens the loss is computed on; the same definition for every 
 
 1. **batched, CPU**: the course's batched trainer, i.e. chapter 05's ``train_step`` (masked
    cross-entropy, Adam, gradient clipping at 1.0) on batches made by ``length_bucketed_batches``
-   and ``pad_batch`` (through ``experiments.translation.make_batch``), float32, once per batch size
+   and ``pad_batch`` (through ``experiments.data.make_batch``), float32, once per batch size
    of ``--batch-sizes`` (default: the configuration's, 64 for ``medium``, and 256);
 2. **per-sentence loop, CPU**: the loop of the original PyTorch tutorial "Translation with a
    sequence to sequence network and attention": one sentence per optimisation step, the decoder
@@ -69,7 +69,10 @@ from attention_course.data import BOS_ID, PAD_ID  # noqa: E402
 from attention_course.toy_translation import build_vocabularies, encode_pairs, generate_pairs  # noqa: E402
 from autograder.reference.ch05_gpu_training import length_bucketed_batches, train_step  # noqa: E402
 from experiments import transformer  # noqa: E402
-from experiments.translation import CONFIGS, build_model, make_batch, seed_everything  # noqa: E402
+from experiments.config import CONFIGS  # noqa: E402
+from experiments.data import make_batch  # noqa: E402
+from experiments.models import build_model  # noqa: E402
+from experiments.training import seed_everything  # noqa: E402
 
 TARGET_RATIO = 50.0
 KINDS = ("cpu-batched", "cpu-per-sentence", "cpu-transformer", "gpu-batched", "gpu-transformer")

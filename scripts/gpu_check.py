@@ -50,7 +50,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from experiments import transformer, translation, variants  # noqa: E402
+from experiments import transformer, variants  # noqa: E402
+from experiments.evaluation import LENGTH_BINS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "_build" / "gpu_check"
 
@@ -63,7 +64,7 @@ def all_models(summary: dict) -> dict:
 
 
 def plot_accuracy(models: dict, path: Path, title_suffix: str) -> None:
-    bins = [f"{low}-{high}" for low, high in translation.LENGTH_BINS]
+    bins = [f"{low}-{high}" for low, high in LENGTH_BINS]
     bins = [name for name in bins if any(name in m["by_length"] for m in models.values())]
     centres = [np.mean([int(x) for x in name.split("-")]) for name in bins]
     fig, (ax_em, ax_bleu) = plt.subplots(1, 2, figsize=(12, 4.4))

@@ -21,7 +21,8 @@ import torch
 from attention_course.data import BOS_ID, EOS_ID
 from attention_course.toy_translation import build_vocabularies
 from autograder.reference import ch05_gpu_training
-from experiments import variants
+from experiments import models
+from experiments.cli import ASSETS
 from experiments.exports import (
     CHAPTER06_EXAMPLES,
     MAPS_FILE,
@@ -31,10 +32,9 @@ from experiments.exports import (
     load_attention_model,
     saved_test_results,
 )
-from experiments.translation import DEFAULT_OUT
 
-MAPS = DEFAULT_OUT / MAPS_FILE
-SCORER = DEFAULT_OUT / SCORER_FILE
+MAPS = ASSETS / MAPS_FILE
+SCORER = ASSETS / SCORER_FILE
 
 
 def _unpack(shapes, flat):
@@ -100,7 +100,7 @@ def test_the_scorer_computes_what_the_model_computes(scorer):
         torch.testing.assert_close(E.grad, embedded.grad[0], atol=1e-5, rtol=1e-3)
 
 
-@pytest.mark.parametrize("source", [ch05_gpu_training, variants], ids=["ch05_reference", "experiments.variants"])
+@pytest.mark.parametrize("source", [ch05_gpu_training, models], ids=["ch05_reference", "experiments.models"])
 def test_the_scorer_ships_no_source_code(source):
     """torch.export records stack traces with source lines; the shipped program must hold none of the code of
     chapter 05's solution (the decoder is an exercise there) or of the decoder it was trained with, nor any path

@@ -50,8 +50,8 @@ def test_gpu_check_tiny_cpu_run_writes_figures_and_summary(tmp_path):
     assert summary["config"] == "tiny" and summary["cuda_available"] == torch.cuda.is_available()
     assert 0 < summary["total_seconds"] < 120
     # every model of the course: the six attention variants, the Transformer and the RNN beside it
+    from experiments.models import VARIANTS
     from experiments.transformer import MODELS
-    from experiments.variants import VARIANTS
 
     assert set(summary["variants"]["variants"]) == set(VARIANTS)
     assert set(summary["transformer"]["models"]) == set(MODELS)
@@ -120,7 +120,9 @@ def test_per_sentence_loop_computes_the_batched_models_loss():
     spec.loader.exec_module(benchmark)
     from attention_course.data import PAD_ID
     from autograder.reference.ch05_gpu_training import masked_cross_entropy
-    from experiments.translation import CONFIGS, build_model, make_batch
+    from experiments.config import CONFIGS
+    from experiments.data import make_batch
+    from experiments.models import build_model
 
     pairs, (src_size, tgt_size) = benchmark.sentence_pool(40, seed=3)
     torch.manual_seed(0)

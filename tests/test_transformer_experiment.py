@@ -15,7 +15,7 @@ import torch
 
 from attention_course import assets
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
-from experiments import transformer, translation
+from experiments import data, evaluation, transformer
 
 
 def test_tiny_run_trains_both_models_on_the_same_capped_data(tmp_path):
@@ -31,7 +31,7 @@ def test_tiny_run_trains_both_models_on_the_same_capped_data(tmp_path):
     assert set(written["models"]) == set(transformer.MODELS)
     steps = {kind: model["steps"] for kind, model in written["models"].items()}
     assert steps == {kind: config.steps for kind in transformer.MODELS}, "the same number of updates for both"
-    _, _, splits, _ = transformer.load_data(config)
+    _, _, splits, _ = data.load_data(config, max_train_len=config.max_train_len)
     longest_test = max(len(english.split()) for english, _ in splits["test"])
     assert longest_test > config.max_train_len, "the test split must reach beyond the training lengths"
     for kind, model in written["models"].items():
@@ -43,15 +43,12 @@ def test_tiny_run_trains_both_models_on_the_same_capped_data(tmp_path):
 
 
 def test_training_sentences_are_capped_and_the_test_split_is_not():
-    config = dataclasses.replace(transformer.CONFIGS["tiny"], max_train_len=8)
-    _, _, splits, encoded = transformer.load_data(config)
+    tiny = transformer.CONFIGS["tiny"]
+    _, _, splits, encoded = data.load_data(tiny, max_train_len=8)
     assert all(len(english.split()) <= 8 for english, _ in splits["train"] + splits["valid"])
     assert all(len(source) <= 8 + 1 for source, _ in encoded["train"] + encoded["valid"])  # + EOS
-    _, _, uncapped, _ = translation.load_data(
-        dataclasses.replace(translation.CONFIGS["medium"], num_train=config.num_train, num_valid=config.num_valid,
-                            num_test=config.num_test, seed=config.seed)
-    )  # fmt: skip
-    assert splits["test"] == uncapped["test"], "the test split is experiments.translation's, untouched"
+    _, _, uncapped, _ = data.load_data(tiny)
+    assert splits["test"] == uncapped["test"], "the cap leaves the test split untouched"
 
 
 def test_greedy_decoding_equals_re_decoding_the_whole_prefix():
@@ -60,7 +57,7 @@ def test_greedy_decoding_equals_re_decoding_the_whole_prefix():
     model = transformer.build("transformer", config, 20, 17).eval()
     src = torch.tensor([[5, 6, 7, 8, EOS_ID], [9, 4, EOS_ID, PAD_ID, PAD_ID]])
     lengths = torch.tensor([5, 3])
-    got = transformer.transformer_greedy(model, src, lengths, max_len=7)
+    got = evaluation.transformer_greedy(model, src, lengths, max_len=7)
     with torch.no_grad():
         for row in range(2):
             prefix = [BOS_ID]

@@ -11,7 +11,8 @@ import torch
 
 from attention_course import assets
 from autograder.reference import ch05_gpu_training as ch05
-from experiments.variants import CONFIGS, VARIANTS, VariantDecoder, build_variant, run_variants
+from experiments.models import VARIANTS, VariantDecoder, build_variant
+from experiments.variants import CONFIGS, run_variants
 
 
 def _decoder_inputs(B=3, T_dec=4, T_enc=5, d=6, n_vocab=11):

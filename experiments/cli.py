@@ -1,0 +1,32 @@
+"""What the command lines of the training programs share: where things go, the parser and its common options.
+
+Each program (``python -m experiments.translation``, ``.variants``, ``.transformer``, ``.exports``,
+``.soft_maps``) builds its parser with :func:`make_parser` (its module docstring as the help) and, when it
+trains, adds :func:`add_run_arguments` (``--device``, ``--no-write``, ``--max-seconds``, ``--quiet``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+ASSETS = ROOT / "attention_course" / "assets"  # the package data the chapters read: where the results go
+
+
+def make_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser named ``prog`` (``python -m experiments.NAME``) whose help starts with ``description`` as
+    written (the program's docstring)."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, quiet: bool = True) -> None:
+    """The options of every training program: ``--device``, ``--no-write``, ``--max-seconds`` and (unless
+    ``quiet`` is False) ``--quiet``."""
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: what pick_device finds)")
+    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
+    parser.add_argument("--max-seconds", type=float, default=None, help="stop training each model after this long")
+    if quiet:
+        parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,0 +1,119 @@
+"""Evaluation of trained models on a split: greedy decoding, exact match and BLEU by source length, and how
+peaked the attention maps are.
+
+- :func:`fast_greedy` (the RNN models) and :func:`transformer_greedy` (chapter 07's Transformer) decode greedily;
+- :func:`evaluate` scores greedy translations per :data:`LENGTH_BINS` bin and overall;
+- :func:`soft_row_share` measures the share of attention rows with no dominant source token.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attention_course.data import BOS_ID, EOS_ID, PAD_ID
+from attention_course.translation import Seq2Seq, corpus_bleu
+from autograder.reference.ch05_gpu_training import length_bucketed_batches
+from autograder.reference.ch07_transformer import TransformerTranslator
+from experiments.data import make_batch
+from experiments.models import PlainDecoder
+
+LENGTH_BINS = [(1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 40)]  # source words, without EOS
+
+
+@torch.no_grad()
+def fast_greedy(model: Seq2Seq, src, lengths, max_len: int):
+    """Greedy decoding one step at a time, carrying the decoder's state (``greedy_translate`` of the
+    package re-reads the prefix at every step, which is too slow for a whole test split). Each step
+    calls the decoder's own ``forward`` on one token; the new state comes from its ``rnn``.
+    ``src`` ``(B, T_enc)``, ``lengths`` ``(B,)``; returns ``(B, L)`` long, PAD after each row's first EOS."""
+    model.eval()
+    outputs, summary = model.encoder(src, lengths)
+    mask = model.source_mask(src, lengths)
+    decoder, hidden = model.decoder, summary
+    y = torch.full((src.shape[0],), BOS_ID, dtype=torch.long, device=src.device)
+    done = torch.zeros_like(y, dtype=torch.bool)
+    produced = []
+    for _ in range(max_len):
+        if isinstance(decoder, PlainDecoder):
+            logits, _ = decoder(y[:, None], hidden, outputs, mask, context=summary)
+            hidden = decoder.last_hidden
+        else:
+            logits, _ = decoder(y[:, None], hidden, outputs, mask)
+            hidden = decoder.rnn(decoder.embedding(y[:, None]), hidden.unsqueeze(0))[1][0]
+        y = torch.where(done, torch.full_like(y, PAD_ID), logits[:, -1].argmax(-1))
+        produced.append(y)
+        done |= y == EOS_ID
+        if bool(done.all()):
+            break
+    return torch.stack(produced, dim=1)
+
+
+@torch.no_grad()
+def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int):
+    """Greedy decoding: encode once, then at every step run the decoder on the prefix so far and take the
+    most likely next token. Returns ``(B, L)`` long, PAD after each row's first EOS."""
+    model.eval()
+    memory, src_mask = model.encode(src, lengths)
+    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)
+        next_token = torch.where(done, torch.full_like(next_token, PAD_ID), next_token)
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+        done |= next_token == EOS_ID
+        if bool(done.all()):
+            break
+    return ys[:, 1:]
+
+
+@torch.no_grad()
+def evaluate(model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 250, decode=None) -> dict:
+    """Greedy translations of ``pairs`` scored by source length (in words, without EOS):
+    exact-match accuracy and BLEU per length bin, and overall. ``decode(model, src, lengths, max_len)``
+    returns the greedy tokens ``(B, L)``; :func:`fast_greedy` by default (another model family, e.g. the
+    Transformer, passes its own: :func:`transformer_greedy`)."""
+    order = length_bucketed_batches([len(s) for s, _ in encoded_pairs], batch_size, shuffle=False)
+    hypotheses = [None] * len(pairs)
+    for indices in order:
+        batch = make_batch([encoded_pairs[i] for i in indices])
+        max_len = int(batch["tgt_out"].shape[1]) + 10
+        tokens = (decode or fast_greedy)(model, batch["src"].to(device), batch["lengths"], max_len=max_len)
+        for row, i in enumerate(indices):
+            hypotheses[i] = tgt_vocab.decode(tokens[row].tolist())
+    references = [french.split() for _, french in pairs]
+    lengths = [len(english.split()) for english, _ in pairs]
+    table = {}
+    for low, high in LENGTH_BINS:
+        chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
+        if chosen:
+            table[f"{low}-{high}"] = {
+                "count": len(chosen),
+                "exact_match": sum(hypotheses[i] == references[i] for i in chosen) / len(chosen),
+                "bleu": corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
+            }
+    return {
+        "by_length": table,
+        "exact_match": sum(h == r for h, r in zip(hypotheses, references)) / len(references),
+        "bleu": corpus_bleu(hypotheses, references),
+        "examples": [
+            {"source": pairs[i][0], "reference": pairs[i][1], "output": " ".join(hypotheses[i])}
+            for i in range(min(5, len(pairs)))
+        ],
+    }
+
+
+@torch.no_grad()
+def soft_row_share(model: Seq2Seq, encoded_pairs, threshold: float = 0.9, batch_size: int = 250) -> float | None:
+    """The share of target rows (gold translation fed to the decoder, ``<eos>`` rows included) whose largest
+    attention weight is below ``threshold``; None for a model without attention weights."""
+    model.eval()
+    device = next(model.parameters()).device
+    peaks = []
+    for start in range(0, len(encoded_pairs), batch_size):
+        chunk = encoded_pairs[start : start + batch_size]
+        batch = make_batch(chunk)
+        _, weights = model.forward_with_weights(batch["src"].to(device), batch["lengths"], batch["tgt_in"].to(device))
+        if weights is None:
+            return None
+        peaks += [weights[row, : len(t), : len(s)].float().max(-1).values.cpu() for row, (s, t) in enumerate(chunk)]
+    return float((torch.cat(peaks) < threshold).float().mean())
