@@ -168,6 +168,26 @@ def test_encoder_ignores_padding_and_greedy_decoding_pads_after_eos():
             assert all(t == PAD_ID for t in row[row.index(EOS_ID) + 1 :])
 
 
+def test_encoder_without_padding_computes_what_the_packed_path_computes():
+    """A batch whose sentences all fill it skips packing; the result and the gradients must be those of the
+    packed path (forced here by one extra column of padding)."""
+    torch.manual_seed(0)
+    encoder = GRUEncoder(20, 8, 6)
+    src = torch.randint(3, 20, (3, 5))
+    lengths = torch.full((3,), 5)
+    results = []
+    for batch in (src, torch.cat([src, torch.zeros(3, 1, dtype=torch.long)], dim=1)):
+        encoder.zero_grad()
+        outputs, final = encoder(batch, lengths)
+        (outputs[:, :5].square().sum() + final.sum()).backward()
+        results.append((outputs[:, :5].detach(), final.detach(), [p.grad.clone() for p in encoder.parameters()]))
+    (plain_out, plain_final, plain_grads), (packed_out, packed_final, packed_grads) = results
+    torch.testing.assert_close(plain_out, packed_out)
+    torch.testing.assert_close(plain_final, packed_final)
+    for plain_grad, packed_grad in zip(plain_grads, packed_grads):
+        torch.testing.assert_close(plain_grad, packed_grad)
+
+
 def test_a_left_to_right_encoder_reads_nothing_to_the_right():
     """With bidirectional=False the state at position i depends on tokens 0..i only (the bidirectional one does not)."""
     torch.manual_seed(0)
