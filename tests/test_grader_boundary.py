@@ -220,7 +220,7 @@ def test_handles_and_graphs_are_released_when_the_grader_drops_them():
     gc.collect()
     session.flush()
     assert torch.equal(x.grad, torch.full((1000,), 2000.0))
-    assert len(agent.graphs) == 0 and len(agent.objects) <= 3, (len(agent.graphs), len(agent.objects))
+    assert len(agent.graphs.kept) == 0 and len(agent.objects) <= 3, (len(agent.graphs.kept), len(agent.objects))
 
 
 def _rss_mb(pid: int) -> float:

@@ -1,4 +1,4 @@
-"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, agent.py).
+"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, agent*.py).
 
 The agent that normally runs in the sandboxed kernel runs here in-process (same requests,
 same JSON answers), so these tests need neither root nor a kernel: they pin down the strict
@@ -8,6 +8,8 @@ decoder and what proxies do and do not ask the student's side.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -15,7 +17,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.grading import codec, devices, protocol, rpc
+from autograder.grading import codec, devices, protocol, rpc, runner
 from autograder.grading.agent import Agent
 
 
@@ -270,3 +272,24 @@ def test_devices_a_test_simulates_are_what_the_students_code_sees(monkeypatch):
     )
     assert seen() == (True, 3, True)
     assert (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available) == real
+
+
+def test_the_agent_runs_from_its_source_where_autograder_cannot_be_imported():
+    """In the kernel, runner.INSTALL_AGENT builds the agent's modules from their source, and ``autograder``
+    cannot be imported there: the agent installs itself and answers a request as it does in this process."""
+    text, _ = codec.encode_request({"op": "lookup", "args": [["x", "missing"]], "release": None})
+    fake_shell = (
+        "import sys, types\n"
+        "sys.modules['autograder'] = None  # importing autograder fails, as in the sandbox\n"
+        "targets = {}\n"
+        "shell = types.SimpleNamespace(user_ns={'x': [1, 2.5]}, kernel=types.SimpleNamespace(\n"
+        "    comm_manager=types.SimpleNamespace(register_target=targets.__setitem__)))\n"
+        "get_ipython = lambda: shell\n"
+    )
+    code = fake_shell + runner.INSTALL_AGENT + f"print(__autograder__.rpc({text!r}))\nprint(sorted(targets))\n"
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer, targets = done.stdout.splitlines()
+    answer = rpc.parse_answer(answer)
+    assert answer["ok"], answer
+    assert codec.decode(answer["value"]) == {"x": [1, 2.5]} and targets == "['autograder']"

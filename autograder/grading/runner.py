@@ -36,23 +36,37 @@ from pathlib import Path
 import nbformat
 
 from autograder.conventions import normalise as _normalise
-from autograder.grading import devices, rpc, state
+from autograder.grading import agent, devices, rpc, state
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, free_names, load_template, loaded_names, prepare
 
 _HERE = Path(__file__).parent
-INSTALL_AGENT = (
-    "import types as _autograder_types\n"
-    "_autograder_protocol = _autograder_types.ModuleType('_autograder_protocol')\n"
-    f"exec(compile({(_HERE / 'protocol.py').read_text()!r}, 'autograder-protocol', 'exec'), "
-    "_autograder_protocol.__dict__)\n"
-    "_autograder_module = _autograder_types.ModuleType('_autograder_agent')\n"
-    "_autograder_module.protocol = _autograder_protocol\n"
-    f"exec(compile({(_HERE / 'agent.py').read_text()!r}, 'autograder-agent', 'exec'), _autograder_module.__dict__)\n"
-    "__autograder__ = _autograder_module.Agent(get_ipython().user_ns)\n"
-    "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)\n"
-    "del _autograder_types, _autograder_module, _autograder_protocol\n"
-)
+
+
+def _install_agent() -> str:
+    """Code that installs the agent in the student's kernel, from the source of agent.MODULES.
+
+    Each module is made from its file's source, with the modules before it among its globals (the
+    files import them from ``autograder.grading`` only when they are imported in the grader). The
+    file names ``autograder-<name>`` mark the agent's frames, which tracebacks leave out."""
+    lines = ["import types as _autograder_types", "_autograder_modules = {}"]
+    for name in agent.MODULES:
+        source = (_HERE / f"{name}.py").read_text()
+        lines += [
+            f"_autograder_module = _autograder_types.ModuleType('_autograder_{name}')",
+            "_autograder_module.__dict__.update(_autograder_modules)",
+            f"exec(compile({source!r}, 'autograder-{name}', 'exec'), _autograder_module.__dict__)",
+            f"_autograder_modules[{name!r}] = _autograder_module",
+        ]
+    lines += [
+        "__autograder__ = _autograder_modules['agent'].Agent(get_ipython().user_ns)",
+        "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)",
+        "del _autograder_types, _autograder_modules, _autograder_module",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+INSTALL_AGENT = _install_agent()
 MESSAGE_CHARS = 4000
 REASON_CHARS = 300
 
@@ -378,19 +392,25 @@ def _ready_sandbox(template: Template, options: Options, slot: int, deadline: fl
 
 
 class _Spare:
-    """This process's spare sandbox: the next submission's, started while the current one is graded.
+    """This process's spare sandboxes: the next submissions', started while the current one is graded.
 
-    Each is used once, by the next submission of the same assignment and options, or closed. The
-    batch asks for one only while more submissions are queued than there are workers, and a spare
-    nobody takes within IDLE_S of the last submission is closed, so nothing stays running."""
+    Up to DEPTH are started ahead, oldest first in ``queue``. Each is used once, by a later
+    submission of the same assignment and options, or closed. The batch asks for spares only while
+    more submissions are queued than there are workers, and spares nobody takes within IDLE_S of the
+    last submission are closed, so nothing stays running.
+
+    Why two: a sandbox's start (the kernel, ``import torch``, numpy, matplotlib: about 2.5 s of CPU)
+    takes longer than grading a notebook of chapter 03 (about 2 s). With one spare, the worker then
+    waits for it with one core idle; with two, the next one is already starting meanwhile."""
 
     IDLE_S = 3.0
+    DEPTH = 2
     lock = threading.Lock()
-    key: tuple | None = None
-    future = None
+    queue: list = []  # [(key, Future of a Sandbox)], oldest first
     count = 0
     last_used = 0.0
     busy = False
+    watching = False  # a thread closes idle spares
 
 
 def _spare_key(assignment: str, options: Options, slot: int) -> tuple:
@@ -398,68 +418,80 @@ def _spare_key(assignment: str, options: Options, slot: int) -> tuple:
 
 
 def _take_spare(key: tuple) -> Sandbox | None:
+    """The oldest spare, if it was started for ``key`` and is alive; spares for another key are closed."""
     with _Spare.lock:
-        future, matches = _Spare.future, _Spare.key == key
-        _Spare.future = _Spare.key = None
+        queue, _Spare.queue = _Spare.queue, []
+        taken = queue.pop(0)[1] if queue and queue[0][0] == key else None
+        _Spare.queue = [(k, future) for k, future in queue if k == key]
+        stale = [future for k, future in queue if k != key]
         _Spare.last_used = time.monotonic()
-    if future is None:
+    for future in stale:
+        _close(future)
+    if taken is None:
         return None
     try:
-        sandbox = future.result()
+        sandbox = taken.result()
     except BaseException:  # noqa: B036 - it did not start: a fresh one will
         return None
-    if matches and sandbox.alive:
+    if sandbox.alive:
         return sandbox
     sandbox.close()
     return None
 
 
 def _prestart(key: tuple, template: Template, options: Options, slot: int) -> None:
+    """Start spares for ``key`` until DEPTH are queued."""
     from concurrent.futures import Future
 
+    started = []
     with _Spare.lock:
-        if _Spare.future is not None:
-            return
-        _Spare.count += 1
-        name = f"{slot}-{_Spare.count}"
-        future: Future = Future()
-        _Spare.key, _Spare.future = key, future
+        while len(_Spare.queue) < _Spare.DEPTH:
+            _Spare.count += 1
+            future: Future = Future()
+            _Spare.queue.append((key, future))
+            started.append((f"{slot}-{_Spare.count}", future))
+        watch, _Spare.watching = not _Spare.watching, True
 
-    def start():
+    def start(name, future):
         try:
             future.set_result(_ready_sandbox(template, options, slot, time.monotonic() + options.timeout, name))
         except BaseException as exc:  # noqa: B036
             future.set_exception(exc)
-        _watch_idle()
 
-    threading.Thread(target=start, name="spare-sandbox", daemon=True).start()
+    for name, future in started:
+        threading.Thread(target=start, args=(name, future), name="spare-sandbox", daemon=True).start()
+    if watch:
+        threading.Thread(target=_watch_idle, name="spare-watch", daemon=True).start()
 
 
 def _watch_idle() -> None:
-    """Close the spare if no submission takes it (the batch ran out of work for this worker)."""
+    """Close the spares if no submission takes them (the batch ran out of work for this worker)."""
     while True:
         time.sleep(_Spare.IDLE_S / 3)
         with _Spare.lock:
-            future = _Spare.future
-            if future is None:
-                return
-            if _Spare.busy or time.monotonic() - _Spare.last_used < _Spare.IDLE_S:
+            if _Spare.queue and (_Spare.busy or time.monotonic() - _Spare.last_used < _Spare.IDLE_S):
                 continue
-            _Spare.future = _Spare.key = None
-        close_spare_sandbox(future)
+            queue, _Spare.queue = _Spare.queue, []
+            _Spare.watching = False
+        for _, future in queue:
+            _close(future)
         return
 
 
-def close_spare_sandbox(future=None) -> None:
-    """Close the spare sandbox (at the end of a worker, or when idle)."""
-    if future is None:
-        with _Spare.lock:
-            future, _Spare.future, _Spare.key = _Spare.future, None, None
-    if future is not None:
-        try:
-            future.result().close()
-        except BaseException:  # noqa: B036 - it never started
-            pass
+def _close(future) -> None:
+    """Close a spare once it has started (or failed to)."""
+    try:
+        future.result().close()
+    except BaseException:  # noqa: B036 - it never started
+        pass
+
+
+def close_spare_sandbox() -> None:
+    """Close the spare sandboxes (at the end of a worker)."""
+    with _Spare.lock:
+        queue, _Spare.queue = _Spare.queue, []
+    for _, future in queue:
+        _close(future)
 
 
 def grade(
