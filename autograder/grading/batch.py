@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import shutil
 import sys
 import tempfile
@@ -62,7 +63,7 @@ def _init_worker(slots) -> None:
     Finalize(None, runner.close_spare_sandbox, exitpriority=10)  # the spare sandbox goes with the worker
 
 
-def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options, prestart: bool) -> Result:
+def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options, prestart: int) -> Result:
     from autograder.grading import runner
 
     try:
@@ -180,15 +181,25 @@ def grade_class(
     return 1 if any(r.status == "grader_error" for r in results) else 0
 
 
+def spares_ahead(position: int, total: int, jobs: int, cores: int | None = None) -> int:
+    """How many sandboxes the worker grading submission ``position`` (of ``total``, in the order they are
+    queued) should keep starting ahead: the submissions still queued behind it for its share of the
+    ``jobs`` workers, and at most two when the workers leave a core free for them (one otherwise: on
+    a machine the workers already fill, a second spare only competes with grading)."""
+    cores = cores or len(os.sched_getaffinity(0))
+    depth = 2 if 2 * jobs <= cores else 1
+    return max(0, min(depth, (total - 1 - position) // jobs))
+
+
 def _run(pool, pending, assignment, options, keep) -> list:
     """Grade ``pending`` in ``pool``; returns the submissions lost to a crashed worker."""
     lost = []
     try:
-        # a worker starts the next sandbox while it grades, as long as more submissions wait than
-        # there are workers (each spare is then taken by this worker's next submission)
+        # a worker starts the next submissions' sandboxes while it grades, as long as submissions wait
+        # behind it (each spare is then taken by one of this worker's next submissions)
         jobs = getattr(pool, "_max_workers", 1)
         futures = {
-            pool.submit(_grade_in_worker, s, assignment, options, i < len(pending) - jobs): s
+            pool.submit(_grade_in_worker, s, assignment, options, spares_ahead(i, len(pending), jobs)): s
             for i, s in enumerate(pending)
         }
     except BrokenProcessPool:

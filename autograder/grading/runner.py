@@ -286,10 +286,10 @@ class _Grader:
 
     # ---- the whole notebook ------------------------------------------------------------------
 
-    def run(self, plan, prestart: bool = False) -> str:
+    def run(self, plan, prestart: int = 0) -> str:
         """Run every step; returns the reason remaining tests fail for ("" if all ran).
 
-        ``prestart``: start the next submission's sandbox meanwhile (see :func:`grade`)."""
+        ``prestart``: how many later submissions' sandboxes to keep starting meanwhile (see :func:`grade`)."""
         self.deadline = time.monotonic() + self.options.timeout
         key = _spare_key(self.template.assignment, self.options, self.slot)
         self.sandbox = _take_spare(key)
@@ -299,7 +299,7 @@ class _Grader:
                 if self.sandbox is None:
                     self.sandbox = _ready_sandbox(self.template, self.options, self.slot, self.deadline)
                 if prestart:
-                    _prestart(key, self.template, self.options, self.slot)
+                    _prestart(key, self.template, self.options, self.slot, prestart)
                 self.session = rpc.Session(self.transport)
                 for name, value in self._trusted_imports().items():
                     self.namespace[name] = value
@@ -439,13 +439,13 @@ def _take_spare(key: tuple) -> Sandbox | None:
     return None
 
 
-def _prestart(key: tuple, template: Template, options: Options, slot: int) -> None:
-    """Start spares for ``key`` until DEPTH are queued."""
+def _prestart(key: tuple, template: Template, options: Options, slot: int, depth: int = 1) -> None:
+    """Start spares for ``key`` until ``depth`` (at most DEPTH) are queued."""
     from concurrent.futures import Future
 
     started = []
     with _Spare.lock:
-        while len(_Spare.queue) < _Spare.DEPTH:
+        while len(_Spare.queue) < min(depth, _Spare.DEPTH):
             _Spare.count += 1
             future: Future = Future()
             _Spare.queue.append((key, future))
@@ -501,12 +501,14 @@ def grade(
     options: Options,
     slot: int = 0,
     source: str = "",
-    prestart: bool = False,
+    prestart: int = 0,
 ) -> Result:
     """Grade one submission (the bytes of a notebook) of ``assignment``.
 
-    ``prestart``: another submission of the same assignment follows in this process; its sandbox
-    starts while this one is graded (a batch asks for it while it has more work queued)."""
+    ``prestart``: how many more submissions of the same assignment follow in this process, as far as
+    sandboxes are worth starting ahead (a batch says so while it has work queued; see
+    :func:`autograder.grading.batch.spares_ahead`); up to that many (at most ``_Spare.DEPTH``) start
+    while this one is graded."""
     started = time.monotonic()
     template = load_template(assignment)
     plan = prepare(data, template)
