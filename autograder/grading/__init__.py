@@ -12,7 +12,12 @@ One submission goes through::
         autograd.py   the autograd bridge
         devices.py    the same devices on both sides; devices a test simulates
       protocol.py   what both sides agree on (standard library only)
-      agent.py      the other side, sent into the student's kernel as source (with protocol.py)
+      agent.py      the other side, sent into the student's kernel as source (with protocol.py): the
+                    thin agent that dispatches each request, and the files it is built from:
+        agent_request.py   the request's unpickler; which arguments (and .grads) a call changed
+        agent_context.py   a call's gradient mode, simulated devices and random states
+        agent_encode.py    answers as plain data, or numbered handles
+        agent_autograd.py  the graphs kept for the grader's backward
       state.py      the grader process's state, put back for each submission
     gradebook.py  nbgrader's gradebook and the autograded notebooks (formgrader, export)
     report.py     grades.csv, details.csv, the feedback pages
