@@ -109,12 +109,33 @@ class Canvas:
         self.ax.axis("off")
         self.width, self.height = width, height
 
-    def box(self, x, y, w, h, text="", role="neutral", size=FONT_SIZE, lw=1.2, dashed=False, weight="normal",
-            rounding=0.06, color=None, z=2):
+    def box(
+        self,
+        x,
+        y,
+        w,
+        h,
+        text="",
+        role="neutral",
+        size=FONT_SIZE,
+        lw=1.2,
+        dashed=False,
+        weight="normal",
+        rounding=0.06,
+        color=None,
+        z=2,
+    ):
         edge, fill = ROLES[role]
         patch = FancyBboxPatch(
-            (x - w / 2, y - h / 2), w, h, boxstyle=f"round,pad=0,rounding_size={rounding}",
-            linewidth=lw, edgecolor=edge, facecolor=fill, linestyle=(0, (4, 2)) if dashed else "solid", zorder=z,
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle=f"round,pad=0,rounding_size={rounding}",
+            linewidth=lw,
+            edgecolor=edge,
+            facecolor=fill,
+            linestyle=(0, (4, 2)) if dashed else "solid",
+            zorder=z,
         )
         self.ax.add_patch(patch)
         if text:
@@ -124,15 +145,25 @@ class Canvas:
     def frame(self, x0, y0, x1, y1, role="plain", lw=1.0, dashed=True, z=0):
         """A light group frame from (x0, y0) to (x1, y1)."""
         edge, fill = ROLES[role]
-        self.ax.add_patch(FancyBboxPatch(
-            (x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0,rounding_size=0.1", linewidth=lw,
-            edgecolor=edge, facecolor=fill, linestyle=(0, (4, 3)) if dashed else "solid", zorder=z,
-        ))
+        self.ax.add_patch(
+            FancyBboxPatch(
+                (x0, y0),
+                x1 - x0,
+                y1 - y0,
+                boxstyle="round,pad=0,rounding_size=0.1",
+                linewidth=lw,
+                edgecolor=edge,
+                facecolor=fill,
+                linestyle=(0, (4, 3)) if dashed else "solid",
+                zorder=z,
+            )
+        )
 
     def cell(self, x, y, w, h, fill, edge="#4D4D4D", text="", size=FONT_SIZE - 1, color=INK, lw=0.8, z=2):
         """A square-cornered cell (matrices, token grids)."""
-        self.ax.add_patch(Rectangle((x - w / 2, y - h / 2), w, h, facecolor=fill, edgecolor=edge, linewidth=lw,
-                                    zorder=z))
+        self.ax.add_patch(
+            Rectangle((x - w / 2, y - h / 2), w, h, facecolor=fill, edgecolor=edge, linewidth=lw, zorder=z)
+        )
         if text:
             self.text(x, y, text, size=size, color=color, z=z + 1)
 
@@ -148,22 +179,63 @@ class Canvas:
         self.ax.add_patch(Circle((x, y), r, linewidth=0, facecolor=INK, zorder=5))
         self.text(x, y - 0.005, str(number), size=FONT_SIZE - 1, color="white", weight="bold", z=6)
 
-    def text(self, x, y, text, size=FONT_SIZE, ha="center", va="center", color=INK, weight="normal",
-             style="normal", z=4, rotation=0):
-        self.ax.text(x, y, text, fontsize=size, ha=ha, va=va, color=color, fontweight=weight, fontstyle=style,
-                     zorder=z, rotation=rotation)
+    def text(
+        self,
+        x,
+        y,
+        text,
+        size=FONT_SIZE,
+        ha="center",
+        va="center",
+        color=INK,
+        weight="normal",
+        style="normal",
+        z=4,
+        rotation=0,
+    ):
+        self.ax.text(
+            x,
+            y,
+            text,
+            fontsize=size,
+            ha=ha,
+            va=va,
+            color=color,
+            fontweight=weight,
+            fontstyle=style,
+            zorder=z,
+            rotation=rotation,
+        )
 
     def arrow(self, start, end, color=INK, lw=1.1, rad=0.0, dashed=False, head=True, z=3, both=False):
         style = "<|-|>" if both else ("-|>" if head else "-")
-        self.ax.add_patch(FancyArrowPatch(
-            start, end, arrowstyle=style, mutation_scale=9, linewidth=lw, color=color, shrinkA=0, shrinkB=0,
-            connectionstyle=f"arc3,rad={rad}", linestyle=(0, (3, 2)) if dashed else "solid", zorder=z,
-        ))
+        self.ax.add_patch(
+            FancyArrowPatch(
+                start,
+                end,
+                arrowstyle=style,
+                mutation_scale=9,
+                linewidth=lw,
+                color=color,
+                shrinkA=0,
+                shrinkB=0,
+                connectionstyle=f"arc3,rad={rad}",
+                linestyle=(0, (3, 2)) if dashed else "solid",
+                zorder=z,
+            )
+        )
 
     def line(self, points, color=INK, lw=1.1, dashed=False, z=3):
         xs, ys = zip(*points)
-        self.ax.plot(xs, ys, color=color, linewidth=lw, linestyle=(0, (3, 2)) if dashed else "solid", zorder=z,
-                     solid_capstyle="butt")
+        self.ax.plot(
+            xs,
+            ys,
+            color=color,
+            linewidth=lw,
+            linestyle=(0, (3, 2)) if dashed else "solid",
+            zorder=z,
+            solid_capstyle="butt",
+        )
 
     def elbow(self, points, color=INK, lw=1.1, dashed=False, z=3):
         """A polyline through ``points`` whose last segment ends in an arrow head."""
@@ -203,8 +275,7 @@ def attention_unit() -> Canvas:
     for x, n in zip(xs, names):
         states.append(c.box(x, y_state, 0.62, 0.4, rf"$h_{{{n}}}$", role="encoder"))
     c.text((xs[2] + xs[3]) / 2, y_state, r"$\cdots$")
-    c.text((xs[0] + xs[-1]) / 2, 0.13, r"encoder states ($T_{\mathrm{enc}}$ of them)", size=FONT_SIZE - 1,
-           color=MUTED)
+    c.text((xs[0] + xs[-1]) / 2, 0.13, r"encoder states ($T_{\mathrm{enc}}$ of them)", size=FONT_SIZE - 1, color=MUTED)
     s_t = c.box(xd, y_state, 0.62, 0.4, r"$s_t$", role="decoder")
     c.text(xd, 0.13, "decoder state", size=FONT_SIZE - 1, color=MUTED)
 
@@ -233,22 +304,27 @@ def attention_unit() -> Canvas:
     # (4) the weighted sum of the encoder states
     total = c.circle((xs[0] + xs[-1]) / 2, y_sum, 0.26, r"$\Sigma$", role="attention", size=FONT_SIZE + 2)
     for x, n in zip(xs, names):
-        c.arrow((x, y_alpha + 0.2), total.at(0.5 + (x - total.x) / 1.9 * 0.35, 0.0 if x == total.x else 0.25),
-                rad=0.0)
-        c.text(x + (0.0 if x < total.x else 0.0), y_alpha + 0.42, rf"$\times h_{{{n}}}$", size=FONT_SIZE - 1.5,
-               color=ROLES["encoder"][0], ha="right" if x < total.x else "left")
+        c.arrow((x, y_alpha + 0.2), total.at(0.5 + (x - total.x) / 1.9 * 0.35, 0.0 if x == total.x else 0.25), rad=0.0)
+        c.text(
+            x + (0.0 if x < total.x else 0.0),
+            y_alpha + 0.42,
+            rf"$\times h_{{{n}}}$",
+            size=FONT_SIZE - 1.5,
+            color=ROLES["encoder"][0],
+            ha="right" if x < total.x else "left",
+        )
     a_t = c.box(total.x + 1.45, y_sum, 0.62, 0.4, r"$a_t$", role="attention")
     c.arrow(total.right, a_t.left)
 
     # (5) the decoder's output layers
-    top = c.box(xd, y_sum, 1.75, 0.62, r"$\tilde{s}_t = \tanh(W_c\,[a_t; s_t])$", role="decoder",
-                size=FONT_SIZE - 0.5)
+    top = c.box(xd, y_sum, 1.75, 0.62, r"$\tilde{s}_t = \tanh(W_c\,[a_t; s_t])$", role="decoder", size=FONT_SIZE - 0.5)
     del top
     c.arrow(a_t.right, (xd - 0.875, y_sum))
     c.line([(xd, y_score), (xd, y_sum - 0.31)], color=ROLES["decoder"][0])
     c.arrow((xd, y_sum - 0.5), (xd, y_sum - 0.31), color=ROLES["decoder"][0])
-    out = c.box(xd, 4.95, 1.75, 0.42, r"$p_t = \mathrm{softmax}(W_o\,\tilde{s}_t)$", role="output",
-                size=FONT_SIZE - 0.5)
+    out = c.box(
+        xd, 4.95, 1.75, 0.42, r"$p_t = \mathrm{softmax}(W_o\,\tilde{s}_t)$", role="output", size=FONT_SIZE - 0.5
+    )
     c.arrow((xd, y_sum + 0.31), out.bottom)
     c.badge(4.4, 4.62, 5)
     c.text(4.6, 4.62, "output", ha="left", weight="bold")
@@ -272,8 +348,14 @@ def unrolled_rnn_tagger() -> Canvas:
         c.arrow(xt.top, ht.bottom)
         c.text(x + 0.06, (y_x + y_h) / 2, r"$W_{xh}$", ha="left", size=FONT_SIZE - 1.5, color=MUTED)
         c.arrow(previous.right, ht.left)
-        c.text((previous.right[0] + ht.left[0]) / 2, y_h + 0.06, r"$W_{hh}$", size=FONT_SIZE - 1.5, color=MUTED,
-               va="bottom")
+        c.text(
+            (previous.right[0] + ht.left[0]) / 2,
+            y_h + 0.06,
+            r"$W_{hh}$",
+            size=FONT_SIZE - 1.5,
+            color=MUTED,
+            va="bottom",
+        )
         soft = c.box(x, y_soft, 0.76, 0.34, "softmax", role="output", size=FONT_SIZE - 1.5)
         c.arrow(ht.top, soft.bottom)
         c.box(x, y_out, 0.76, 0.36, tag, role="plain", size=FONT_SIZE - 1.5)
@@ -295,13 +377,16 @@ def unrolled_rnn_tagger() -> Canvas:
         c.box(x, y_tgt, 0.56, 0.36, target, role="decoder", size=FONT_SIZE - 1)
     for t, i in enumerate(source_of):
         future = i > t
-        c.line([(cols[t], y_tgt - 0.18), (cols[i], y_src + 0.18)], color=ROLES["decoder"][0] if future else MUTED,
-               lw=1.6 if future else 1.0, dashed=future)
+        c.line(
+            [(cols[t], y_tgt - 0.18), (cols[i], y_src + 0.18)],
+            color=ROLES["decoder"][0] if future else MUTED,
+            lw=1.6 if future else 1.0,
+            dashed=future,
+        )
     c.text(x0, y_tgt + 0.36, "wanted output at steps 1, 2, 3", ha="left", size=FONT_SIZE - 1, color=MUTED)
     c.text(x0, 0.2, "input read at steps 1, 2, 3", ha="left", size=FONT_SIZE - 1, color=MUTED)
     note = "step 2 must emit t\u2019\n(\u201cyou\u201d), but the\ntagger reads \u201cyou\u201d\nonly at step 3"
-    c.text(cols[-1] + 0.38, (y_src + y_tgt) / 2, note, ha="left", size=FONT_SIZE - 1.5, color="#A04400",
-           va="center")
+    c.text(cols[-1] + 0.38, (y_src + y_tgt) / 2, note, ha="left", size=FONT_SIZE - 1.5, color="#A04400", va="center")
     return c
 
 
@@ -312,11 +397,25 @@ def encoder_decoder() -> Canvas:
     dec_x = [4.3, 5.05, 5.8, 6.55]
     y_in, y_state, y_soft, y_out = 0.7, 1.8, 2.75, 3.45
     c.frame(enc_x[0] - 0.5, y_state - 0.42, enc_x[-1] + 0.45, y_state + 0.55, role="encoder", dashed=False, lw=0.8)
-    c.text(enc_x[0] - 0.42, y_state + 0.38, "encoder", ha="left", size=FONT_SIZE - 1, weight="bold",
-           color=ROLES["encoder"][0])
+    c.text(
+        enc_x[0] - 0.42,
+        y_state + 0.38,
+        "encoder",
+        ha="left",
+        size=FONT_SIZE - 1,
+        weight="bold",
+        color=ROLES["encoder"][0],
+    )
     c.frame(dec_x[0] - 0.5, y_state - 0.42, dec_x[-1] + 0.45, y_state + 0.55, role="decoder", dashed=False, lw=0.8)
-    c.text(dec_x[0] - 0.42, y_state + 0.38, "decoder", ha="left", size=FONT_SIZE - 1, weight="bold",
-           color=ROLES["decoder"][0])
+    c.text(
+        dec_x[0] - 0.42,
+        y_state + 0.38,
+        "decoder",
+        ha="left",
+        size=FONT_SIZE - 1,
+        weight="bold",
+        color=ROLES["decoder"][0],
+    )
     previous = None
     for i, (x, word) in enumerate(zip(enc_x, ["i", "love", "you"]), start=1):
         token = c.box(x, y_in, 0.62, 0.36, word, role="neutral", size=FONT_SIZE - 1)
@@ -329,8 +428,9 @@ def encoder_decoder() -> Canvas:
     context = c.box(3.3, y_state, 0.62, 0.62, "", role="warning", lw=1.6)
     c.text(3.3, y_state, r"$h_{T_{\mathrm{enc}}}$", size=FONT_SIZE)
     c.arrow(previous.right, context.left, lw=1.4)
-    c.text(3.3, y_state - 0.55, "context vector:\none vector of size $d$", size=FONT_SIZE - 1.5,
-           color="#8A5A00", va="top")
+    c.text(
+        3.3, y_state - 0.55, "context vector:\none vector of size $d$", size=FONT_SIZE - 1.5, color="#8A5A00", va="top"
+    )
     c.text(3.3, y_state + 0.6, "the bottleneck", size=FONT_SIZE - 1, weight="bold", color="#8A5A00", va="bottom")
     outputs = ["je", "t\u2019", "aime", "<eos>"]
     inputs = ["<bos>", "je", "t\u2019", "aime"]
@@ -351,8 +451,14 @@ def encoder_decoder() -> Canvas:
     c.text(0.3, 3.3, "The decoder sees the source only", ha="left", size=FONT_SIZE - 0.5)
     c.text(0.3, 3.05, "through the encoder's final state.", ha="left", size=FONT_SIZE - 0.5)
     c.text(enc_x[1], y_in - 0.3, "input: the source sentence", size=FONT_SIZE - 1.5, color=MUTED, va="top")
-    c.text((dec_x[0] + dec_x[-1]) / 2, y_in - 0.3, "decoder input: the previous output word (<bos> first)",
-           size=FONT_SIZE - 1.5, color=MUTED, va="top")
+    c.text(
+        (dec_x[0] + dec_x[-1]) / 2,
+        y_in - 0.3,
+        "decoder input: the previous output word (<bos> first)",
+        size=FONT_SIZE - 1.5,
+        color=MUTED,
+        va="top",
+    )
     return c
 
 
@@ -375,17 +481,27 @@ def qkv_multihead() -> Canvas:
         key = c.box(x_key, y, 0.56, 0.38, rf"$k_{j}$", role="encoder")
         c.arrow(key.right, (x_bar0, y))
         length = (x_bar1 - x_bar0) * w / max(weights)
-        c.ax.add_patch(Rectangle((x_bar0, y - 0.12), length, 0.24, facecolor=ROLES["attention"][0],
-                                 edgecolor="none", zorder=2))
-        c.text(x_bar0 + length + 0.05, y, f"{w:.2f}", ha="left", size=FONT_SIZE - 2, color=MUTED) if w < 0.5 else \
-            c.text(x_bar0 + length - 0.05, y, f"{w:.2f}", ha="right", size=FONT_SIZE - 2, color="white")
+        c.ax.add_patch(
+            Rectangle((x_bar0, y - 0.12), length, 0.24, facecolor=ROLES["attention"][0], edgecolor="none", zorder=2)
+        )
+        c.text(
+            x_bar0 + length + 0.05, y, f"{w:.2f}", ha="left", size=FONT_SIZE - 2, color=MUTED
+        ) if w < 0.5 else c.text(x_bar0 + length - 0.05, y, f"{w:.2f}", ha="right", size=FONT_SIZE - 2, color="white")
         value = c.box(x_value, y, 0.56, 0.38, rf"$v_{j}$", role="attention")
         c.arrow((x_bar1 + 0.12, y), value.left)
         start = value.right
-        c.arrow(start, total.at(0.0 if y in rows[1:3] else 0.15, 0.5 if y in rows[1:3] else (0.85 if j == 1 else 0.15)),
-                rad=0.0)
-    c.text((x_bar0 + x_bar1) / 2 - 0.1, rows[-1] - 0.45, r"weights $\alpha_j = \mathrm{softmax}_j(q^{\top} k_j)$",
-           size=FONT_SIZE - 1, va="top")
+        c.arrow(
+            start,
+            total.at(0.0 if y in rows[1:3] else 0.15, 0.5 if y in rows[1:3] else (0.85 if j == 1 else 0.15)),
+            rad=0.0,
+        )
+    c.text(
+        (x_bar0 + x_bar1) / 2 - 0.1,
+        rows[-1] - 0.45,
+        r"weights $\alpha_j = \mathrm{softmax}_j(q^{\top} k_j)$",
+        size=FONT_SIZE - 1,
+        va="top",
+    )
     out = c.box(x_sum, 0.28, 0.5, 0.38, r"$o$", role="output")
     c.arrow(total.bottom, out.top)
     c.text(x_sum - 0.32, 0.28, r"output $o = \Sigma_j\, \alpha_j v_j$", ha="right", size=FONT_SIZE - 1)
@@ -404,20 +520,50 @@ def qkv_multihead() -> Canvas:
             c.box(x + k * offset, y_proj + k * offset, 0.74, 0.38, "", role=role, lw=0.8, z=1)
         c.box(x, y_proj, 0.74, 0.38, weight, role=role)
         c.arrow((x, y_in + 0.14), (x, y_proj - 0.19))
-        c.arrow((x, y_proj + 0.19), (x if x == cols[1] else (x + cols[1]) / 2 * 0 + cols[1] + (x - cols[1]) * 0.45,
-                                         y_att - 0.25))
+        c.arrow(
+            (x, y_proj + 0.19),
+            (x if x == cols[1] else (x + cols[1]) / 2 * 0 + cols[1] + (x - cols[1]) * 0.45, y_att - 0.25),
+        )
     att_w = cols[-1] - cols[0] + 0.6
     for k in range(depth, 0, -1):
         c.box(cols[1] + k * offset, y_att + k * offset, att_w, 0.5, "", role="neutral", lw=0.8, z=1)
-    c.box(cols[1], y_att, att_w, 0.5, r"$\mathrm{softmax}\left(Q K^{\top} / \sqrt{d_k}\right) V$",
-          role="neutral", size=FONT_SIZE - 0.5)
-    c.text(cols[1] + 0.12, y_att + 0.42, r"$n_{\mathrm{heads}}$ heads in parallel", ha="left",
-           size=FONT_SIZE - 1.5, color=MUTED, va="bottom")
-    c.text(cols[1] + 0.5, y_wo + 0.1, "each head has its own\n$W_Q$, $W_K$, $W_V$;\n"
-           r"$d_k = d_{\mathrm{model}} / n_{\mathrm{heads}}$", ha="left", size=FONT_SIZE - 1.5, color=MUTED,
-           va="center")
-    cat = c.box(cols[1], y_cat, att_w, 0.34, r"concat: $n_{\mathrm{heads}} \times d_v \to d_{\mathrm{model}}$",
-                role="plain", size=FONT_SIZE - 1)
+    c.box(
+        cols[1],
+        y_att,
+        att_w,
+        0.5,
+        r"$\mathrm{softmax}\left(Q K^{\top} / \sqrt{d_k}\right) V$",
+        role="neutral",
+        size=FONT_SIZE - 0.5,
+    )
+    c.text(
+        cols[1] + 0.12,
+        y_att + 0.42,
+        r"$n_{\mathrm{heads}}$ heads in parallel",
+        ha="left",
+        size=FONT_SIZE - 1.5,
+        color=MUTED,
+        va="bottom",
+    )
+    c.text(
+        cols[1] + 0.5,
+        y_wo + 0.1,
+        "each head has its own\n$W_Q$, $W_K$, $W_V$;\n"
+        r"$d_k = d_{\mathrm{model}} / n_{\mathrm{heads}}$",
+        ha="left",
+        size=FONT_SIZE - 1.5,
+        color=MUTED,
+        va="center",
+    )
+    cat = c.box(
+        cols[1],
+        y_cat,
+        att_w,
+        0.34,
+        r"concat: $n_{\mathrm{heads}} \times d_v \to d_{\mathrm{model}}$",
+        role="plain",
+        size=FONT_SIZE - 1,
+    )
     c.arrow((cols[1], y_att + 0.25), cat.bottom)
     wo = c.box(cols[1], y_wo, 0.74, 0.34, r"$W_O$", role="output")
     c.arrow(cat.top, wo.bottom)
@@ -431,16 +577,34 @@ def variants() -> Canvas:
     c = Canvas(4.0)
     panel = WIDTH / 5
     specs = [
-        ("(1) encoder-decoder", "dot product", "encdec", False,
-         [r"$s_t$", r"$h_i$", r"$h_i$", r"$s_t^{\top} h_i$"]),
-        ("(2) encoder-decoder", "QKV", "encdec", True,
-         [r"$W_Q\, s_t$", r"$W_K\, h_i$", r"$W_V\, h_i$", r"$q_t^{\top} k_i / \sqrt{d_k}$"]),
-        ("(3) encoder-only", "dot product", "self", False,
-         [r"$x_t$", r"$x_i$", r"$x_i$", r"$x_t^{\top} x_i$"]),
-        ("(4) encoder-only", "QKV", "self", True,
-         [r"$W_Q\, x_t$", r"$W_K\, x_i$", r"$W_V\, x_i$", r"$q_t^{\top} k_i / \sqrt{d_k}$"]),
-        ("(5) PyTorch tutorial", "(original)", "tutorial", True,
-         [r"$[\mathrm{emb}(y_{t-1}); s_t]$", "none", r"$h_i$", r"$(W_{\mathrm{attn}}[\ldots] + b_{\mathrm{attn}})_i$"]),
+        ("(1) encoder-decoder", "dot product", "encdec", False, [r"$s_t$", r"$h_i$", r"$h_i$", r"$s_t^{\top} h_i$"]),
+        (
+            "(2) encoder-decoder",
+            "QKV",
+            "encdec",
+            True,
+            [r"$W_Q\, s_t$", r"$W_K\, h_i$", r"$W_V\, h_i$", r"$q_t^{\top} k_i / \sqrt{d_k}$"],
+        ),
+        ("(3) encoder-only", "dot product", "self", False, [r"$x_t$", r"$x_i$", r"$x_i$", r"$x_t^{\top} x_i$"]),
+        (
+            "(4) encoder-only",
+            "QKV",
+            "self",
+            True,
+            [r"$W_Q\, x_t$", r"$W_K\, x_i$", r"$W_V\, x_i$", r"$q_t^{\top} k_i / \sqrt{d_k}$"],
+        ),
+        (
+            "(5) PyTorch tutorial",
+            "(original)",
+            "tutorial",
+            True,
+            [
+                r"$[\mathrm{emb}(y_{t-1}); s_t]$",
+                "none",
+                r"$h_i$",
+                r"$(W_{\mathrm{attn}}[\ldots] + b_{\mathrm{attn}})_i$",
+            ],
+        ),
     ]
     y_src, y_query = 1.6, 2.85
     for n, (title, subtitle, kind, _learnt, roles) in enumerate(specs):
@@ -452,19 +616,23 @@ def variants() -> Canvas:
         c.text(mid, 3.55, subtitle, size=FONT_SIZE - 1.5, weight="bold")
         xs = [mid - 0.42, mid, mid + 0.42]
         if kind == "self":
-            sources = [c.box(x, y_src, 0.36, 0.32, rf"$x_{k}$", role="neutral", size=FONT_SIZE - 1)
-                       for k, x in enumerate(xs, start=1)]
+            sources = [
+                c.box(x, y_src, 0.36, 0.32, rf"$x_{k}$", role="neutral", size=FONT_SIZE - 1)
+                for k, x in enumerate(xs, start=1)
+            ]
             query = c.box(mid, y_query, 0.5, 0.34, r"$x_t$", role="neutral", size=FONT_SIZE - 1)
             c.text(mid, y_query + 0.3, "one of the same $x$", size=FONT_SIZE - 2, color=MUTED)
         else:
-            sources = [c.box(x, y_src, 0.36, 0.32, rf"$h_{k}$", role="encoder", size=FONT_SIZE - 1)
-                       for k, x in enumerate(xs, start=1)]
+            sources = [
+                c.box(x, y_src, 0.36, 0.32, rf"$h_{k}$", role="encoder", size=FONT_SIZE - 1)
+                for k, x in enumerate(xs, start=1)
+            ]
             label = r"$[\mathrm{emb}(y_{t-1}); s_t]$" if kind == "tutorial" else r"$s_t$"
-            query = c.box(mid, y_query, 1.05 if kind == "tutorial" else 0.5, 0.34, label, role="decoder",
-                          size=FONT_SIZE - 1)
+            query = c.box(
+                mid, y_query, 1.05 if kind == "tutorial" else 0.5, 0.34, label, role="decoder", size=FONT_SIZE - 1
+            )
             c.text(mid, y_query + 0.3, "decoder", size=FONT_SIZE - 2, color=MUTED)
-        c.text(mid, y_src - 0.3, "encoder" if kind != "self" else "one sequence", size=FONT_SIZE - 2,
-               color=MUTED)
+        c.text(mid, y_src - 0.3, "encoder" if kind != "self" else "one sequence", size=FONT_SIZE - 2, color=MUTED)
         if kind == "tutorial":
             slots = c.box(mid, 2.25, 1.0, 0.3, r"$W_{\mathrm{attn}}$: $L$ slots", role="warning", size=FONT_SIZE - 2)
             c.arrow(query.bottom, slots.top)
@@ -476,8 +644,15 @@ def variants() -> Canvas:
         # the roles, as a small table
         for k, (key, value) in enumerate(zip(["Q", "K", "V"], roles)):
             y = 1.06 - k * 0.22
-            c.text(x0 + 0.14, y, key, ha="left", size=FONT_SIZE - 2, weight="bold",
-                   color=[ROLES["decoder"][0], ROLES["encoder"][0], ROLES["attention"][0]][k])
+            c.text(
+                x0 + 0.14,
+                y,
+                key,
+                ha="left",
+                size=FONT_SIZE - 2,
+                weight="bold",
+                color=[ROLES["decoder"][0], ROLES["encoder"][0], ROLES["attention"][0]][k],
+            )
             c.text(x0 + 0.36, y, value, ha="left", size=FONT_SIZE - 2)
         c.text(x0 + 0.14, 0.4, "score", ha="left", size=FONT_SIZE - 2, weight="bold", color=MUTED)
         c.text(mid, 0.18, roles[3], size=FONT_SIZE - 2)
@@ -495,8 +670,17 @@ def _tokens(c: Canvas, x_left: float, y_top: float, rows, cell: float = 0.15, ga
             text = ""
             if isinstance(fill, tuple):
                 fill, text = fill
-            c.cell(x_left + k * cell + cell / 2, y, cell, cell, fill, edge="#777777", lw=0.5, text=text,
-                   size=FONT_SIZE - 3.5)
+            c.cell(
+                x_left + k * cell + cell / 2,
+                y,
+                cell,
+                cell,
+                fill,
+                edge="#777777",
+                lw=0.5,
+                text=text,
+                size=FONT_SIZE - 3.5,
+            )
     return y_top - len(rows) * (cell + gap) + gap
 
 
@@ -520,8 +704,15 @@ def training_pipeline() -> Canvas:
         c.text(0.2 + 6 * cell + 0.1, yy - cell / 2, "\u2192", size=FONT_SIZE - 2, color=MUTED)
         _tokens(c, 0.2 + 6 * cell + 0.22, yy, [[TGT_CELL] * lt], cell=cell)
     c.text(0.2, y - 6 * 0.2 - 0.05, "source", ha="left", size=FONT_SIZE - 2, color=ROLES["encoder"][0], va="top")
-    c.text(0.2 + 6 * cell + 0.22, y - 6 * 0.2 - 0.05, "target", ha="left", size=FONT_SIZE - 2,
-           color=ROLES["decoder"][0], va="top")
+    c.text(
+        0.2 + 6 * cell + 0.22,
+        y - 6 * 0.2 - 0.05,
+        "target",
+        ha="left",
+        size=FONT_SIZE - 2,
+        color=ROLES["decoder"][0],
+        va="top",
+    )
     c.arrow((2.3, 3.05), (2.6, 3.05))
 
     # (2) length buckets: similar source lengths together
@@ -531,8 +722,14 @@ def training_pipeline() -> Canvas:
         yb = 3.6 - b * 0.78
         c.frame(2.75, yb - 3 * 0.185 - 0.05, 2.8 + 6 * cell + 0.1, yb + 0.07, role="plain", dashed=False, lw=0.8)
         _tokens(c, 2.85, yb, [[SRC_CELL] * n for n in lengths], cell=cell)
-        c.text(2.8 + 6 * cell + 0.17, yb - 0.27, f"lengths\n{min(lengths)}\u2013{max(lengths)}", ha="left",
-               size=FONT_SIZE - 2, color=MUTED)
+        c.text(
+            2.8 + 6 * cell + 0.17,
+            yb - 0.27,
+            f"lengths\n{min(lengths)}\u2013{max(lengths)}",
+            ha="left",
+            size=FONT_SIZE - 2,
+            color=MUTED,
+        )
     c.arrow((4.45, 3.05), (4.75, 3.05))
 
     # (3) one bucket becomes a padded batch
@@ -545,8 +742,15 @@ def training_pipeline() -> Canvas:
     c.text(6.05 + 2 * cell, 3.62, r"tgt $(B, T_{\mathrm{dec}})$", size=FONT_SIZE - 2, va="bottom")
     c.cell(5.03, 2.82, cell, cell, PAD_CELL, edge="#777777", lw=0.5)
     c.text(5.16, 2.82, "PAD: filler up to the longest", ha="left", size=FONT_SIZE - 2, color=MUTED)
-    c.text(4.95, 2.55, "little padding, because the\nbucket's lengths are close", ha="left", size=FONT_SIZE - 2,
-           color=MUTED, va="center")
+    c.text(
+        4.95,
+        2.55,
+        "little padding, because the\nbucket's lengths are close",
+        ha="left",
+        size=FONT_SIZE - 2,
+        color=MUTED,
+        va="center",
+    )
 
     # down and back to the start of the second row
     c.elbow([(6.0, 2.3), (6.0, 2.2), (1.0, 2.2), (1.0, 2.1)], color=MUTED, lw=0.9)
@@ -556,11 +760,21 @@ def training_pipeline() -> Canvas:
     true_src = [[TRUE_CELL] * 3 + ["#FFFFFF"], [TRUE_CELL] * 4, [TRUE_CELL] * 3 + ["#FFFFFF"]]
     true_tgt = [[TRUE_CELL] * 3 + ["#FFFFFF"], [TRUE_CELL] * 4, [TRUE_CELL] * 4]
     _tokens(c, 0.2, 1.55, true_src, cell=cell)
-    c.text(0.2 + 4 * cell + 0.1, 1.32, "source padding mask\n" r"$M$ $(B, T_{\mathrm{enc}})$, for attention", ha="left",
-           size=FONT_SIZE - 2)
+    c.text(
+        0.2 + 4 * cell + 0.1,
+        1.32,
+        "source padding mask\n" r"$M$ $(B, T_{\mathrm{enc}})$, for attention",
+        ha="left",
+        size=FONT_SIZE - 2,
+    )
     _tokens(c, 0.2, 0.78, true_tgt, cell=cell)
-    c.text(0.2 + 4 * cell + 0.1, 0.55, "target mask\n" r"$(B, T_{\mathrm{dec}})$, for the loss", ha="left",
-           size=FONT_SIZE - 2)
+    c.text(
+        0.2 + 4 * cell + 0.1,
+        0.55,
+        "target mask\n" r"$(B, T_{\mathrm{dec}})$, for the loss",
+        ha="left",
+        size=FONT_SIZE - 2,
+    )
     c.cell(0.28, 0.14, cell, cell, TRUE_CELL, edge="#777777", lw=0.5)
     c.text(0.4, 0.14, "True = real token", ha="left", size=FONT_SIZE - 2, color=MUTED)
     c.cell(1.62, 0.14, cell, cell, "#FFFFFF", edge="#777777", lw=0.5)
@@ -577,11 +791,9 @@ def training_pipeline() -> Canvas:
     c.arrow(model.right, (5.0, 1.32))
     losses = [[(TGT_CELL, "")] * 3 + [("#FFFFFF", "\u00d7")], [(TGT_CELL, "")] * 4, [(TGT_CELL, "")] * 4]
     _tokens(c, 5.05, 1.55, losses, cell=cell)
-    c.text(5.05 + 4 * cell + 0.1, 1.32, "loss per target token;\npads (\u00d7) ignored", ha="left",
-           size=FONT_SIZE - 2)
+    c.text(5.05 + 4 * cell + 0.1, 1.32, "loss per target token;\npads (\u00d7) ignored", ha="left", size=FONT_SIZE - 2)
     c.elbow([(2.05, 0.55), (4.75, 0.55), (4.75, 1.15), (5.0, 1.15)], color=MUTED, lw=0.9)
-    c.text(5.05, 0.55, "loss = mean over the\nreal target tokens only", ha="left", size=FONT_SIZE - 1.5,
-           weight="bold")
+    c.text(5.05, 0.55, "loss = mean over the\nreal target tokens only", ha="left", size=FONT_SIZE - 1.5, weight="bold")
     return c
 
 
@@ -606,21 +818,44 @@ def reading_a_map() -> Canvas:
     for t, row in enumerate(weights):
         for i, w in enumerate(row):
             x, y = centre(t, i)
-            c.cell(x, y, size, size, matplotlib.colors.to_hex(cmap(w)), edge="white", lw=1.0,
-                   text=f"{w:.2f}", size=FONT_SIZE - 2, color=INK if w > 0.5 else "white")
+            c.cell(
+                x,
+                y,
+                size,
+                size,
+                matplotlib.colors.to_hex(cmap(w)),
+                edge="white",
+                lw=1.0,
+                text=f"{w:.2f}",
+                size=FONT_SIZE - 2,
+                color=INK if w > 0.5 else "white",
+            )
         c.text(x0 - 0.08, centre(t, 0)[1], target[t], ha="right", size=FONT_SIZE - 1)
     for i, word in enumerate(source):
         c.text(centre(0, i)[0], y_top + 0.1, word, size=FONT_SIZE - 1, va="bottom")
     right = x0 + 5 * size
     bottom = y_top - 5 * size
     c.text(x0 + 2.5 * size, y_top + 0.42, r"columns: source tokens $i$ (keys)", size=FONT_SIZE - 1, weight="bold")
-    c.text(0.3, y_top - 2.5 * size, r"rows: target tokens $t$, top to bottom", size=FONT_SIZE - 1, weight="bold",
-           rotation=90)
+    c.text(
+        0.3,
+        y_top - 2.5 * size,
+        r"rows: target tokens $t$, top to bottom",
+        size=FONT_SIZE - 1,
+        weight="bold",
+        rotation=90,
+    )
     # the colour scale
     for k in range(20):
         w = (k + 0.5) / 20
-        c.cell(x0 + (k + 0.5) * 5 * size / 20, bottom - 0.32, 5 * size / 20, 0.12,
-               matplotlib.colors.to_hex(cmap(w)), edge="none", lw=0)
+        c.cell(
+            x0 + (k + 0.5) * 5 * size / 20,
+            bottom - 0.32,
+            5 * size / 20,
+            0.12,
+            matplotlib.colors.to_hex(cmap(w)),
+            edge="none",
+            lw=0,
+        )
     c.text(x0, bottom - 0.46, "0", size=FONT_SIZE - 2, va="top")
     c.text(right, bottom - 0.46, "1", size=FONT_SIZE - 2, va="top")
     c.text(x0 + 2.5 * size, bottom - 0.46, r"weight $\alpha_{t,i}$ (viridis)", size=FONT_SIZE - 2, va="top")
@@ -628,29 +863,51 @@ def reading_a_map() -> Canvas:
     # the reordered block
     bx0, bx1 = x0 + 1 * size, x0 + 3 * size
     by0, by1 = y_top - 3 * size, y_top - 1 * size
-    c.ax.add_patch(Rectangle((bx0, by0), bx1 - bx0, by1 - by0, facecolor="none", edgecolor="#E69F00", lw=2.0,
-                             linestyle=(0, (3, 2)), zorder=6))
+    c.ax.add_patch(
+        Rectangle(
+            (bx0, by0),
+            bx1 - bx0,
+            by1 - by0,
+            facecolor="none",
+            edgecolor="#E69F00",
+            lw=2.0,
+            linestyle=(0, (3, 2)),
+            zorder=6,
+        )
+    )
 
     # the outlined row
     c.ax.add_patch(Rectangle((x0, y_top - size), 5 * size, size, facecolor="none", edgecolor=INK, lw=1.6, zorder=6))
 
     notes_x = 4.0
     markers = [
-        ((right + 0.16, centre(0, 4)[1]), 3.2, "a row = one target step $t$: its weights\n"
-         r"$\alpha_{t,i}$ over the source, summing to 1"),
-        ((x0, y_top), 2.45, "a bright cell = a large $\\alpha_{t,i}$:\n"
-         "\u201cle\u201d attends to \u201cthe\u201d"),
-        ((bx1, by1), 1.7, "an off-diagonal block = reordering:\n"
-         "\u201cblack cat\u201d \u2192 \u201cchat noir\u201d"),
-        ((x0 + 4 * size, y_top - 4 * size), 0.95, "a diagonal = monotonic alignment: the\n"
-         "same word order (\u201csleeps\u201d \u2192 \u201cdort\u201d)"),
+        (
+            (right + 0.16, centre(0, 4)[1]),
+            3.2,
+            "a row = one target step $t$: its weights\n"
+            r"$\alpha_{t,i}$ over the source, summing to 1",
+        ),
+        ((x0, y_top), 2.45, "a bright cell = a large $\\alpha_{t,i}$:\n\u201cle\u201d attends to \u201cthe\u201d"),
+        ((bx1, by1), 1.7, "an off-diagonal block = reordering:\n\u201cblack cat\u201d \u2192 \u201cchat noir\u201d"),
+        (
+            (x0 + 4 * size, y_top - 4 * size),
+            0.95,
+            "a diagonal = monotonic alignment: the\nsame word order (\u201csleeps\u201d \u2192 \u201cdort\u201d)",
+        ),
     ]
     for number, (point, y, text) in enumerate(markers, start=1):
         c.badge(*point, number, r=0.1)
         c.badge(notes_x + 0.1, y, number, r=0.1)
         c.text(notes_x + 0.28, y, text, ha="left", size=FONT_SIZE - 1.5, va="center")
-    c.text(notes_x + 0.28, 0.3, "illustrative numbers, not from a trained model", ha="left",
-           size=FONT_SIZE - 2, style="italic", color=MUTED)
+    c.text(
+        notes_x + 0.28,
+        0.3,
+        "illustrative numbers, not from a trained model",
+        ha="left",
+        size=FONT_SIZE - 2,
+        style="italic",
+        color=MUTED,
+    )
     return c
 
 
@@ -686,10 +943,24 @@ def transformer_block() -> Canvas:
 
     # the encoder layer
     embed(enc_x, r"source embeddings $(B, T_{\mathrm{enc}}, d_{\mathrm{model}})$", +1)
-    c.frame(enc_x - width / 2 - 0.4, base - 0.42, enc_x + width / 2 + 0.15, base + pitch + 1.2, role="encoder",
-            lw=0.9, dashed=False)
-    c.text(enc_x - width / 2 - 0.32, base + pitch + 1.08, r"encoder layer ($\times N$)", ha="left",
-           size=FONT_SIZE - 1, weight="bold", color=ROLES["encoder"][0])
+    c.frame(
+        enc_x - width / 2 - 0.4,
+        base - 0.42,
+        enc_x + width / 2 + 0.15,
+        base + pitch + 1.2,
+        role="encoder",
+        lw=0.9,
+        dashed=False,
+    )
+    c.text(
+        enc_x - width / 2 - 0.32,
+        base + pitch + 1.08,
+        r"encoder layer ($\times N$)",
+        ha="left",
+        size=FONT_SIZE - 1,
+        weight="bold",
+        color=ROLES["encoder"][0],
+    )
     sublayer(enc_x, base, "multi-head self-attention", "attention", -1)
     top = sublayer(enc_x, base + pitch, r"feed-forward ($d_{\mathrm{ff}}$)", "output", -1)
     memory = c.box(enc_x, base + pitch + 1.5, 1.3, 0.32, "memory", role="encoder", size=FONT_SIZE - 1.5)
@@ -697,15 +968,30 @@ def transformer_block() -> Canvas:
 
     # the decoder layer
     embed(dec_x, r"target embeddings $(B, T_{\mathrm{dec}}, d_{\mathrm{model}})$", -1)
-    c.frame(dec_x - width / 2 - 0.15, base - 0.42, dec_x + width / 2 + 0.4, base + 2 * pitch + 1.2, role="decoder",
-            lw=0.9, dashed=False)
-    c.text(dec_x - width / 2 - 0.07, base + 2 * pitch + 1.08, r"decoder layer ($\times N$)", ha="left",
-           size=FONT_SIZE - 1, weight="bold", color=ROLES["decoder"][0])
+    c.frame(
+        dec_x - width / 2 - 0.15,
+        base - 0.42,
+        dec_x + width / 2 + 0.4,
+        base + 2 * pitch + 1.2,
+        role="decoder",
+        lw=0.9,
+        dashed=False,
+    )
+    c.text(
+        dec_x - width / 2 - 0.07,
+        base + 2 * pitch + 1.08,
+        r"decoder layer ($\times N$)",
+        ha="left",
+        size=FONT_SIZE - 1,
+        weight="bold",
+        color=ROLES["decoder"][0],
+    )
     sublayer(dec_x, base, "causal multi-head self-attention", "attention", +1)
     sublayer(dec_x, base + pitch, "cross-attention", "attention", +1)
     top = sublayer(dec_x, base + 2 * pitch, r"feed-forward ($d_{\mathrm{ff}}$)", "output", +1)
-    out = c.box(dec_x, base + 2 * pitch + 1.5, 1.9, 0.32, r"linear, softmax $\to p_t$", role="output",
-                size=FONT_SIZE - 1.5)
+    out = c.box(
+        dec_x, base + 2 * pitch + 1.5, 1.9, 0.32, r"linear, softmax $\to p_t$", role="output", size=FONT_SIZE - 1.5
+    )
     c.arrow(top, out.bottom)
 
     # memory -> the keys and values of cross-attention
@@ -713,15 +999,26 @@ def transformer_block() -> Canvas:
     cross_y = base + pitch + 0.47
     c.line([memory.right, (mid, memory.y), (mid, cross_y)], color=ROLES["encoder"][0], lw=1.4)
     c.arrow((mid, cross_y), (dec_x - width / 2, cross_y), color=ROLES["encoder"][0], lw=1.4)
-    c.text(mid - 0.08, cross_y + 0.1, "keys,\nvalues", ha="right", size=FONT_SIZE - 2,
-           color=ROLES["encoder"][0], va="bottom")
-    c.text(dec_x + width / 2 + 0.48, cross_y, "queries\nfrom the\ndecoder", ha="left", size=FONT_SIZE - 2,
-           color=MUTED)
+    c.text(
+        mid - 0.08,
+        cross_y + 0.1,
+        "keys,\nvalues",
+        ha="right",
+        size=FONT_SIZE - 2,
+        color=ROLES["encoder"][0],
+        va="bottom",
+    )
+    c.text(dec_x + width / 2 + 0.48, cross_y, "queries\nfrom the\ndecoder", ha="left", size=FONT_SIZE - 2, color=MUTED)
     c.text(0.12, 5.5, "pre-norm sublayers:", ha="left", size=FONT_SIZE - 1, weight="bold")
-    c.text(0.12, 5.24, r"$x \leftarrow x + \mathrm{sublayer}(\mathrm{LayerNorm}(x))$", ha="left",
-           size=FONT_SIZE - 1)
-    c.text(0.12, 4.96, r"every width $d_{\mathrm{model}}$; attention with $n_{\mathrm{heads}}$ heads", ha="left",
-           size=FONT_SIZE - 1.5, color=MUTED)
+    c.text(0.12, 5.24, r"$x \leftarrow x + \mathrm{sublayer}(\mathrm{LayerNorm}(x))$", ha="left", size=FONT_SIZE - 1)
+    c.text(
+        0.12,
+        4.96,
+        r"every width $d_{\mathrm{model}}$; attention with $n_{\mathrm{heads}}$ heads",
+        ha="left",
+        size=FONT_SIZE - 1.5,
+        color=MUTED,
+    )
     return c
 
 
@@ -867,7 +1164,7 @@ def _accessible(svg: str, name: str, caption: str, alt: str) -> str:
         f'\n <title id="{title_id}">{html.escape(caption, quote=False)}</title>'
         f'\n <desc id="{desc_id}">{html.escape(alt, quote=False)}</desc>'
     )
-    return svg[:end] + attributes + ">" + head + svg[end + 1:]
+    return svg[:end] + attributes + ">" + head + svg[end + 1 :]
 
 
 def main(argv=None) -> None:

@@ -202,8 +202,9 @@ def test_schematic_diagrams_load(site, browser):
                 name = match.group(1)
             found.setdefault(name, []).append(path)
             if not (image["complete"] and min(image["natural"]) > 0 and min(image["shown"]) > 0):
-                problems.append(f"{path}: diagram {name} did not render (natural {image['natural']}, "
-                                f"shown {image['shown']})")
+                problems.append(
+                    f"{path}: diagram {name} did not render (natural {image['natural']}, shown {image['shown']})"
+                )
             if (not image["alt"] or "_images/" in image["alt"]) and not image["caption"]:
                 problems.append(f"{path}: diagram {name} has neither alt text nor a caption")
     assert not problems, problems

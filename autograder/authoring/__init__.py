@@ -1,5 +1,7 @@
 """Authoring the course: from the instructor notebooks in ``solutions/`` to what is generated from them.
 
+The modules::
+
     generate.py          chapters/ (student notebooks) with nbgrader's generate_assignment
       setup_cell.py        the setup cell nbgrader adds at the top of every student notebook
     reference_export.py  autograder/reference/chNN_name.py from each notebook's solution cells
