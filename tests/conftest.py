@@ -41,7 +41,6 @@ FIXTURE_TIERS = {
     "student_html": "book",
     "instructor_html": "book",
     "executed_reference": "slow",
-    "executed_stub": "slow",
 }
 
 
@@ -67,19 +66,6 @@ def executed_reference():
     def get(assignment: str):
         if assignment not in cache:
             cache[assignment] = executed(course.solution_notebook(assignment))
-        return cache[assignment]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def executed_stub():
-    """assignment -> the executed, untouched student notebook."""
-    cache = {}
-
-    def get(assignment: str):
-        if assignment not in cache:
-            cache[assignment] = executed(course.student_notebook(assignment))
         return cache[assignment]
 
     return get
