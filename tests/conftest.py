@@ -1,5 +1,6 @@
-"""Shared fixtures: each notebook is executed once per run (and cached across runs by
-autograder/authoring/execute.py), and each edition of the book is built once per run.
+"""Shared fixtures: each notebook runs once, graded by the class grader's runner (cached across runs
+in _build/graded/ by autograder/authoring/check.py; autograder/authoring/execute.py gives the book
+and these fixtures that run's outputs), and each edition of the book is built once per run.
 
 Test tiers (markers registered in pyproject.toml; README's second command runs them all):
 ``book`` builds an edition of the book, ``browser`` drives headless Chromium, ``root`` needs

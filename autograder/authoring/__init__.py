@@ -5,7 +5,7 @@ The modules::
     generate.py          chapters/ (student notebooks) with nbgrader's generate_assignment
       setup_cell.py        the setup cell nbgrader adds at the top of every student notebook
     reference_export.py  autograder/reference/chNN_name.py from each notebook's solution cells
-    execute.py           each notebook executed once, cached in _build/executed/
+    execute.py           the book's outputs: the instructor notebook's one graded run (check.py's cache)
     check.py             both ways through the class grader's runner: the reference earns every
                          point, the untouched stub none (``python -m autograder check``)
     book.py              the student and instructor editions of the book (``python -m autograder book``)

@@ -10,6 +10,8 @@ here, on every machine and in CI, and not only in the root-only grader tests.
 Each notebook is graded once and the result kept under ``_build/graded/``, keyed by a hash of
 everything that can change it: the notebook and the files beside it, the instructor notebook
 (the template), the reference module, the student package and the grader's own sources.
+The instructor notebook's graded run is also the one run the book's outputs come from
+(:func:`autograder.authoring.execute.executed`).
 """
 
 from __future__ import annotations

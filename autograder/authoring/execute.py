@@ -1,29 +1,28 @@
-"""Execute a course notebook once and reuse the result.
+"""Each instructor notebook runs once, and everything that needs its outputs reuses that run.
 
-Every consumer of an executed notebook (the both-ways validation, the two editions of the
-book, the tests) goes through :func:`executed`, which keeps the executed copy under
-``_build/executed/`` keyed by a hash of everything that can change its outputs: the notebook
-itself and the files beside it, the generated reference module, and the student package
-(its sources and the data it ships).
+The one run is the graded run of :func:`autograder.authoring.check.grade_through_boundary`: the
+reference answers graded by the class grader's runner (the cells in a kernel, the test cells in
+the grader), cached under ``_build/graded/``. :func:`executed` lays that run's outputs onto the
+instructor notebook, for the two editions of the book and the tests that compare with them; the
+both-ways check and ``python -m autograder check`` read the same cached run.
+
+:func:`cache_key` hashes everything that can change a notebook's outputs: the notebook itself and
+the files beside it, the generated reference module, and the student package (its sources and the
+data it ships); the graded cache adds the grader's own sources.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 
 from autograder import course
 
-CACHE = course.BUILD / "executed"
-CELL_TIMEOUT_S = 120
-
 
 def cache_key(notebook_path: Path) -> str:
-    """A hash of everything that can change the notebook's outputs (also keys the graded cache of check.py)."""
+    """A hash of everything that can change the notebook's outputs (keys the graded cache of check.py)."""
     digest = hashlib.sha256(b"v1")
     beside = notebook_path.parent.rglob("*")
     folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
@@ -39,47 +38,26 @@ def cache_key(notebook_path: Path) -> str:
     return digest.hexdigest()
 
 
-@contextmanager
-def _course_environment():
-    """Let the kernel import ``autograder.reference`` (see :func:`course.environment_with_course`)."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = course.environment_with_course()["PYTHONPATH"]
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-
-
-def execute(notebook_path: Path) -> nbformat.NotebookNode:
-    """Run every cell (errors are recorded in the outputs, not raised) and return the notebook."""
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(notebook_path, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(notebook_path.parent)}},
-    )
-    with _course_environment():
-        client.execute()
-    return nb
-
-
 def executed(notebook_path: Path) -> nbformat.NotebookNode:
-    """The executed notebook, from the cache when its inputs have not changed."""
+    """The instructor notebook ``solutions/NN_name/NN_name.ipynb`` with the outputs of its graded run.
+
+    Cells keep their own source and metadata (captions, tags); each code cell gets the outputs and
+    execution count that the same cell produced in the run (errors included, as outputs)."""
+    from autograder.authoring.check import grade_through_boundary
+
     notebook_path = Path(notebook_path).resolve()
-    target = CACHE / notebook_path.relative_to(course.ROOT)
-    key_file = target.with_suffix(".key")
-    key = cache_key(notebook_path)
-    if target.exists() and key_file.exists() and key_file.read_text() == key:
-        return nbformat.read(target, as_version=4)
-    nb = execute(notebook_path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
-    key_file.write_text(key)
+    assignment = notebook_path.parent.name
+    if notebook_path != course.solution_notebook(assignment).resolve():
+        raise ValueError(f"{notebook_path}: only instructor notebooks (solutions/NN_name/NN_name.ipynb) are executed")
+    nb = nbformat.read(notebook_path, as_version=4)
+    graded = grade_through_boundary(notebook_path, assignment)
+    if graded.notebook is None:
+        raise RuntimeError(f"{assignment}: the instructor notebook was not graded ({graded.status})")
+    run = nbformat.reads(graded.notebook, as_version=4)
+    if [c.cell_type for c in run.cells] != [c.cell_type for c in nb.cells]:
+        raise RuntimeError(f"{assignment}: the graded run's cells do not pair with the instructor notebook's")
+    for cell, ran in zip(nb.cells, run.cells):
+        if cell.cell_type == "code":
+            cell.outputs = ran.get("outputs", [])
+            cell.execution_count = ran.get("execution_count")
     return nb
