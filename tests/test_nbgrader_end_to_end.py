@@ -10,9 +10,11 @@ import csv
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
+import pytest
 from bs4 import BeautifulSoup
 
 from autograder import course
@@ -34,18 +36,38 @@ def _nbgrader(scratch: Path, *args: str) -> None:
     )
 
 
-def test_reference_full_marks_and_stub_zero(tmp_path, assignment):
-    scratch = scratch_course(assignment, tmp_path / "course")
+def _grade_with_nbgrader(assignment: str, root: Path) -> Path:
+    """nbgrader's whole path for ``assignment`` in a scratch course under ``root``: generate_assignment,
+    two submissions (the reference answers, the untouched stub), autograde, export, generate_feedback.
+    Returns the course folder; a failing command raises with nbgrader's output."""
+    scratch = scratch_course(assignment, root / "course")
     _nbgrader(scratch, "generate_assignment", assignment, "--force")
     released = scratch / "release" / assignment / f"{assignment}.ipynb"
-    assert released.read_bytes() == course.student_notebook(assignment).read_bytes()
-
     for student, notebook in (("reference", course.solution_notebook(assignment)), ("stub", released)):
         target = scratch / "submitted" / student / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True)
         shutil.copy(notebook, target)
     _nbgrader(scratch, "autograde", assignment, "--create")
     _nbgrader(scratch, "export", "--to", str(scratch / "grades.csv"))
+    _nbgrader(scratch, "generate_feedback", assignment, "--force")
+    return scratch
+
+
+@pytest.fixture(scope="module")
+def nbgrader_courses(tmp_path_factory):
+    """assignment -> the Future of its scratch course graded by nbgrader (:func:`_grade_with_nbgrader`).
+
+    Two chapters run at a time: each run is mostly one kernel executing a notebook, so two share a
+    2-core machine well, and this is one of the longest tests of CI (whose budget is 30 minutes).
+    Each chapter's test reads its own result, so a failure is reported by that chapter's test."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {a: pool.submit(_grade_with_nbgrader, a, tmp_path_factory.mktemp(a)) for a in course.assignments()}
+
+
+def test_reference_full_marks_and_stub_zero(nbgrader_courses, assignment):
+    scratch = nbgrader_courses[assignment].result()
+    released = scratch / "release" / assignment / f"{assignment}.ipynb"
+    assert released.read_bytes() == course.student_notebook(assignment).read_bytes()
 
     from nbgrader.api import Gradebook
 
@@ -69,7 +91,6 @@ def test_reference_full_marks_and_stub_zero(tmp_path, assignment):
     missing = [line for line in rubric if line not in autograded_text]
     assert not missing, f"formgrader's autograded notebook lacks the rubric lines {missing[:3]}"
 
-    _nbgrader(scratch, "generate_feedback", assignment, "--force")
     page = scratch / "feedback" / "stub" / assignment / f"{assignment}.html"
     text = normalise(BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").get_text(" "))
     leaked = [line for line in (*rubric, *hidden) if line in text]
