@@ -396,26 +396,9 @@ def encoder_decoder() -> Canvas:
     enc_x = [0.75, 1.55, 2.35]
     dec_x = [4.3, 5.05, 5.8, 6.55]
     y_in, y_state, y_soft, y_out = 0.7, 1.8, 2.75, 3.45
-    c.frame(enc_x[0] - 0.5, y_state - 0.42, enc_x[-1] + 0.45, y_state + 0.55, role="encoder", dashed=False, lw=0.8)
-    c.text(
-        enc_x[0] - 0.42,
-        y_state + 0.38,
-        "encoder",
-        ha="left",
-        size=FONT_SIZE - 1,
-        weight="bold",
-        color=ROLES["encoder"][0],
-    )
-    c.frame(dec_x[0] - 0.5, y_state - 0.42, dec_x[-1] + 0.45, y_state + 0.55, role="decoder", dashed=False, lw=0.8)
-    c.text(
-        dec_x[0] - 0.42,
-        y_state + 0.38,
-        "decoder",
-        ha="left",
-        size=FONT_SIZE - 1,
-        weight="bold",
-        color=ROLES["decoder"][0],
-    )
+    for xs, role in ((enc_x, "encoder"), (dec_x, "decoder")):  # a labelled frame around each half
+        c.frame(xs[0] - 0.5, y_state - 0.42, xs[-1] + 0.45, y_state + 0.55, role=role, dashed=False, lw=0.8)
+        c.text(xs[0] - 0.42, y_state + 0.38, role, ha="left", size=FONT_SIZE - 1, weight="bold", color=ROLES[role][0])
     previous = None
     for i, (x, word) in enumerate(zip(enc_x, ["i", "love", "you"]), start=1):
         token = c.box(x, y_in, 0.62, 0.36, word, role="neutral", size=FONT_SIZE - 1)
