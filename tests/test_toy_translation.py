@@ -168,24 +168,32 @@ def test_encoder_ignores_padding_and_greedy_decoding_pads_after_eos():
             assert all(t == PAD_ID for t in row[row.index(EOS_ID) + 1 :])
 
 
-def test_encoder_without_padding_computes_what_the_packed_path_computes():
-    """A batch whose sentences all fill it skips packing; the result and the gradients must be those of the
-    packed path (forced here by one extra column of padding)."""
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_the_unpacked_encoder_computes_what_the_packed_one_computes(bidirectional):
+    """On a CPU the encoder runs its GRU without packing (each sentence reversed within its length for the
+    right-to-left direction); at the real positions the states, the final summary and every gradient must be
+    those of the packed sequence, which reads the real tokens only (nn.GRU's own handling of padding)."""
     torch.manual_seed(0)
-    encoder = GRUEncoder(20, 8, 6)
-    src = torch.randint(3, 20, (3, 5))
-    lengths = torch.full((3,), 5)
+    encoder = GRUEncoder(20, 8, 6, bidirectional=bidirectional)
+    embedded = torch.randn(4, 6, 8)
+    lengths = torch.tensor([6, 3, 1, 5])
+    mask = torch.arange(6)[None, :] < lengths[:, None]  # (B, S)
     results = []
-    for batch in (src, torch.cat([src, torch.zeros(3, 1, dtype=torch.long)], dim=1)):
+    for run in (encoder._gru_packed, encoder._gru_unpacked):
         encoder.zero_grad()
-        outputs, final = encoder(batch, lengths)
-        (outputs[:, :5].square().sum() + final.sum()).backward()
-        results.append((outputs[:, :5].detach(), final.detach(), [p.grad.clone() for p in encoder.parameters()]))
-    (plain_out, plain_final, plain_grads), (packed_out, packed_final, packed_grads) = results
-    torch.testing.assert_close(plain_out, packed_out)
-    torch.testing.assert_close(plain_final, packed_final)
-    for plain_grad, packed_grad in zip(plain_grads, packed_grads):
-        torch.testing.assert_close(plain_grad, packed_grad)
+        inputs = embedded.clone().requires_grad_()
+        states, last = run(inputs, lengths) if run == encoder._gru_packed else run(inputs, lengths, mask)
+        real_states = states * mask[..., None]  # (B, S, directions * d), padding left out
+        (real_states.square().sum() + (last * torch.arange(last.shape[1])).sum()).backward()
+        grads = [inputs.grad] + [p.grad for p in encoder.rnn.parameters()]
+        results.append((real_states.detach(), last.detach(), grads))
+    (packed_states, packed_last, packed_grads), (states, last, grads) = results
+    torch.testing.assert_close(states, packed_states, msg="states at the real positions differ from the packed GRU's")
+    torch.testing.assert_close(last, packed_last, msg="the final states differ from the packed GRU's")
+    for name, grad, packed_grad in zip(
+        ["inputs"] + [n for n, _ in encoder.rnn.named_parameters()], grads, packed_grads
+    ):
+        torch.testing.assert_close(grad, packed_grad, msg=f"the gradient of {name} differs from the packed GRU's")
 
 
 def test_a_left_to_right_encoder_reads_nothing_to_the_right():

@@ -135,3 +135,28 @@ def test_per_sentence_loop_computes_the_batched_models_loss():
             )
             got = benchmark.per_sentence_loss(model, source, target)
         assert torch.allclose(got, expected, atol=1e-5), (len(source), float(got), float(expected))
+
+
+def test_make_batch_pads_as_chapter_05s_pad_batch():
+    """make_batch builds its tensors from padded lists; they must be those of chapter 05's pad_batch (the
+    reference the trainer was written against), the decoder's inputs being BOS followed by the target without EOS."""
+    from attention_course.data import BOS_ID, PAD_ID
+    from autograder.reference.ch05_gpu_training import pad_batch
+    from experiments.data import make_batch
+
+    generator = torch.Generator().manual_seed(0)
+    pairs = []
+    for _ in range(9):
+        source_length, target_length = torch.randint(1, 8, (2,), generator=generator).tolist()
+        pairs.append(
+            (
+                torch.randint(4, 30, (source_length,), generator=generator).tolist() + [2],
+                torch.randint(4, 30, (target_length,), generator=generator).tolist() + [2],
+            )
+        )
+    batch = make_batch(pairs)
+    src, lengths = pad_batch([source for source, _ in pairs], PAD_ID)
+    tgt_in, _ = pad_batch([[BOS_ID] + target[:-1] for _, target in pairs], PAD_ID)
+    tgt_out, _ = pad_batch([target for _, target in pairs], PAD_ID)
+    for name, expected in (("src", src), ("lengths", lengths), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
+        assert batch[name].dtype == torch.long and torch.equal(batch[name], expected), (name, batch[name], expected)
