@@ -20,11 +20,11 @@ and per model the number of parameters, training time, target tokens per second,
 curves and the length table. Chapter 07 reads that file.
 
 Times: ``--config tiny`` a few seconds; ``--config medium`` (the shipped file, 1 thread):
-1200 updates took 79 CPU seconds for the Transformer and 64 for the RNN, about 3 CPU minutes in all
-with data and evaluation (the greedy evaluation of the Transformer re-reads the prefix at every step:
-about a minute); on the shared, busy 2-core machine where it was made that was 10 minutes of wall
-time. ``--model transformer`` / ``--model rnn_attention`` train one model and keep the other's
-results already in the file (same configuration). ``--config full`` is sized for a GPU
+1200 updates took 87 CPU seconds for the Transformer and 65 for the RNN; with data and evaluation (the
+Transformer's greedy evaluation re-reads the prefix at every step: 19 s against 3 s) the shipped run took 3.5
+minutes of wall time on a 2-core CPU while another one-thread job used the second core.
+``--model transformer`` / ``--model rnn_attention`` train one model and keep the other's results already in
+the file (same configuration). ``--config full`` is sized for a GPU
 (``scripts/gpu_check.py`` runs it with a time bound per model).
 """
 

@@ -30,7 +30,8 @@ test split (gold translation fed to the decoder) that put less than 90 % on thei
 Configurations (:data:`CONFIGS`): ``tiny`` (seconds, for tests), ``variants`` (the shipped file: medium's
 model sizes, 12,000 training sentences, 500 updates of 64 sentences per variant, 1,000 test sentences;
 the shipped run took 7 minutes with one thread on a 2-core CPU, 4.3 of them training and 0.3 evaluation, while
-another one-thread job used the second core; on the same CPU busy with other work, an earlier run took 32) and ``full`` (for one GPU, under bf16 autocast; ``scripts/gpu_check.py`` bounds its time).
+another one-thread job used the second core; on the same CPU busy with other work, an earlier run took 32)
+and ``full`` (for one GPU, under bf16 autocast; ``scripts/gpu_check.py`` bounds its time).
 """
 
 from __future__ import annotations
