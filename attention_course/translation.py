@@ -67,9 +67,11 @@ class GRUEncoder(nn.Module):
         Returns ``(states (B, S, directions * hidden_dim), last (B, directions * hidden_dim))``: the states
         at every position (zero at padding) and each direction's state after its last real token."""
         packed = nn.utils.rnn.pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        states, final = self.rnn(packed)  # final: (directions, B, hidden_dim)
-        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=embedded.shape[1])
-        return states, torch.cat(list(final), dim=-1)
+        packed_states, final = self.rnn(packed)  # final: (directions, B, hidden_dim)
+        hidden_states, _ = nn.utils.rnn.pad_packed_sequence(
+            packed_states, batch_first=True, total_length=embedded.shape[1]
+        )  # (B, S, directions * hidden_dim)
+        return hidden_states, torch.cat(list(final), dim=-1)
 
     def _gru_unpacked(self, embedded: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor):
         """What :meth:`_gru_packed` computes at the real positions, without packing: about a quarter faster on a
@@ -102,8 +104,8 @@ def _one_direction(rnn: nn.GRU, inputs: torch.Tensor, suffix: str) -> torch.Tens
     ``(B, S, hidden_size)``. This is the call ``nn.GRU.forward`` makes (``torch._VF.gru``), for one direction alone."""
     weights = [getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
     initial = inputs.new_zeros(1, inputs.shape[0], rnn.hidden_size)  # (layers, B, hidden_size)
-    states, _ = torch._VF.gru(inputs, initial, weights, True, 1, 0.0, rnn.training, False, True)
-    return states
+    outputs = torch._VF.gru(inputs, initial, weights, True, 1, 0.0, rnn.training, False, True)
+    return outputs[0]  # the states; outputs[1] is the last one again, (layers, B, hidden_size)
 
 
 class Seq2Seq(nn.Module):

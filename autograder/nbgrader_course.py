@@ -60,5 +60,11 @@ def scratch_course(assignment: str, root: Path) -> Path:
         f"c.CourseDirectory.root = {str(root)!r}\n"
         + folders
         + f"c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}\n"
+        # Kernels talk over Unix sockets in root/kernels/ instead of TCP ports: two nbgrader processes
+        # starting kernels at the same moment could otherwise both pick a free port that only one can then
+        # bind, and the other kernel dies before it replies (seen once in CI with two chapters at a time).
+        + 'c.KernelManager.transport = "ipc"\n'
+        + f"c.KernelManager.ip = {str(root / 'kernels' / 'kernel')!r}\n"
     )
+    (root / "kernels").mkdir(exist_ok=True)
     return root
