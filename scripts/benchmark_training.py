@@ -7,7 +7,8 @@ EOS included: the tokens the loss is computed on; the same definition for every 
 1. **batched, CPU**: the course's batched trainer, i.e. chapter 05's ``train_step`` (masked
    cross-entropy, Adam, gradient clipping at 1.0) on batches made by ``length_bucketed_batches``
    and ``experiments.data.make_batch`` (the tensors of ``pad_batch``), float32, once per batch size
-   of ``--batch-sizes`` (default: the configuration's, 64 for ``medium``, and 256);
+   of ``--batch-sizes`` (default: the configuration's, 64 for ``medium``, 256 and 512; on a 2-core CPU the
+   larger batches are the faster ones per token);
 2. **per-sentence loop, CPU**: the loop of the original PyTorch tutorial "Translation with a
    sequence to sequence network and attention": one sentence per optimisation step, the decoder
    stepped token by token in Python with teacher forcing, the per-token losses averaged
@@ -35,14 +36,14 @@ GPU, ``torch.cuda.max_memory_allocated``.
 How to run it, from the repository root:
 
     .venv/bin/python scripts/benchmark_training.py [--seconds 15] [--threads N] [--config medium]
-                                                   [--batch-sizes 64 256]
+                                                   [--batch-sizes 64 256 512]
 
 ``--threads`` sets PyTorch's CPU threads for every line (default: PyTorch's own default, usually
 one per core).
 
-How long: about ``5 x (--seconds + 10 s)`` on a CPU-only machine (the 10 s start each process:
-importing PyTorch, generating the sentences, warming up), so about two minutes with the default
-15 s, and 4 more lines with CUDA. This is a benchmark, not a test: the figures depend on the machine
+How long: about ``7 x (--seconds + 10 s)`` on a CPU-only machine (the 10 s start each process:
+importing PyTorch, generating the sentences, warming up), so about three minutes with the default
+15 s, and 6 more lines with CUDA. This is a benchmark, not a test: the figures depend on the machine
 and on whatever else runs on it, so on a shared machine repeat it (and try ``--threads 1``) before
 trusting an absolute number.
 """
@@ -269,7 +270,7 @@ def main(argv=None) -> int:
         type=int,
         nargs="+",
         default=None,
-        help="batch sizes of the batched trainers (default: the configuration's and 256)",
+        help="batch sizes of the batched trainers (default: the configuration's, 256 and 512)",
     )
     parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)  # internal: one measurement
     args = parser.parse_args(argv)
@@ -280,7 +281,7 @@ def main(argv=None) -> int:
 
     config = CONFIGS[args.config]
     sizes = transformer_config(args.config)
-    batch_sizes = args.batch_sizes or sorted({config.batch_size, 256})
+    batch_sizes = args.batch_sizes or sorted({config.batch_size, 256, 512})
     print(
         f"models: the attention model of experiments.translation, config {args.config!r} (embeddings "
         f"{config.emb_dim}, hidden {config.hidden_dim}); the Transformer of experiments.transformer "
