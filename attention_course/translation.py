@@ -52,11 +52,9 @@ class GRUEncoder(nn.Module):
     def forward_embedded(self, embedded: torch.Tensor, lengths: torch.Tensor):
         """The same from already embedded tokens ``(B, S, emb_dim)`` (for gradient attributions)."""
         lengths = lengths.to(embedded.device)
-        mask = torch.arange(embedded.shape[1], device=embedded.device)[None, :] < lengths[:, None]  # (B, S)
-        if embedded.is_cuda:
-            states, last = self._gru_packed(embedded, lengths)
-        else:
-            states, last = self._gru_unpacked(embedded, lengths, mask)
+        run_gru = self._gru_packed if embedded.is_cuda else self._gru_unpacked
+        states, last = run_gru(embedded, lengths)  # (B, S, directions * hidden_dim), (B, directions * hidden_dim)
+        mask = _real_positions(lengths, embedded.shape[1])  # (B, S)
         outputs = self.project(states) * mask.unsqueeze(-1).to(states.dtype)  # (B, S, hidden_dim)
         summary = torch.tanh(self.bridge(last))  # (B, hidden_dim)
         return outputs, summary
@@ -73,29 +71,33 @@ class GRUEncoder(nn.Module):
         )  # (B, S, directions * hidden_dim)
         return hidden_states, torch.cat(list(final), dim=-1)
 
-    def _gru_unpacked(self, embedded: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor):
-        """What :meth:`_gru_packed` computes at the real positions, without packing: about a quarter faster on a
+    def _gru_unpacked(self, embedded: torch.Tensor, lengths: torch.Tensor):
+        """What :meth:`_gru_packed` computes at the real positions, without packing: about a fifth faster on a
         CPU, where PyTorch's GRU then projects the inputs of all positions in one matrix product.
 
         Padding only comes after a sentence's real tokens, so the left-to-right direction can read the padded
         batch as it is. The right-to-left direction would read the padding first, so it reads each sentence
         reversed within its length instead (its padding then also comes last), and its states are put back in
         sentence order. The states at padded positions are not meaningful (``forward_embedded`` zeroes them)."""
-        batch, width = mask.shape
+        batch, width = embedded.shape[:2]
         rows = torch.arange(batch, device=embedded.device)
         forward_states = _one_direction(self.rnn, embedded, "")  # (B, S, hidden_dim)
         last = forward_states[rows, lengths - 1]  # (B, hidden_dim): after the last real token
         if not self.rnn.bidirectional:
             return forward_states, last
+        # mirror[b, i]: where position i of sentence b reads from, length-1-i for a real token; padding stays put
         positions = torch.arange(width, device=embedded.device)[None, :]  # (1, S)
-        mirror = torch.where(
-            mask, lengths[:, None] - 1 - positions, positions
-        )  # (B, S): i <-> length-1-i, padding stays
+        mirror = torch.where(_real_positions(lengths, width), lengths[:, None] - 1 - positions, positions)  # (B, S)
         reversed_inputs = embedded.gather(1, mirror[..., None].expand_as(embedded))  # (B, S, emb_dim)
         reversed_states = _one_direction(self.rnn, reversed_inputs, "_reverse")  # (B, S, hidden_dim)
         backward_states = reversed_states.gather(1, mirror[..., None].expand_as(reversed_states))  # sentence order
         first = reversed_states[rows, lengths - 1]  # (B, hidden_dim): after reading back to the first token
         return torch.cat([forward_states, backward_states], dim=-1), torch.cat([last, first], dim=-1)
+
+
+def _real_positions(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """``(B, width)`` bool, True at the first ``lengths[b]`` positions of row ``b`` (the real tokens)."""
+    return torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
 
 
 def _one_direction(rnn: nn.GRU, inputs: torch.Tensor, suffix: str) -> torch.Tensor:
@@ -136,8 +138,8 @@ class Seq2Seq(nn.Module):
         return self.encoder.embedding(src)
 
     def source_mask(self, src: torch.Tensor, lengths: torch.Tensor):
-        positions = torch.arange(src.shape[1], device=src.device)
-        return positions[None, :] < lengths.to(src.device)[:, None]
+        """``(B, S)`` bool, True at the real source tokens."""
+        return _real_positions(lengths.to(src.device), src.shape[1])
 
 
 class BagOfWordsTranslator(nn.Module):
@@ -157,7 +159,7 @@ class BagOfWordsTranslator(nn.Module):
 
     def forward(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         lengths = lengths.to(src.device)
-        real = torch.arange(src.shape[1], device=src.device)[None, :] < lengths[:, None]  # (B, S)
+        real = _real_positions(lengths, src.shape[1])  # (B, S)
         summed = (self.embedding(src) * real.unsqueeze(-1)).sum(dim=1)  # (B, dim)
         summary = summed / lengths[:, None].to(summed.dtype)  # (B, dim)
         return self.out(self.embedding(tgt_in) + summary[:, None, :])  # (B, T, vocab_size)

@@ -82,7 +82,6 @@ GIVEN_IN_THE_PACKAGE = {
         "self.embedding = nn.Embedding(vocab_size, emb_dim)",
     },
     "attention_course/translation.py": {
-        "positions = torch.arange(src.shape[1], device=src.device)",
         "self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)",
     },
 }

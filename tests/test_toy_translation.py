@@ -182,7 +182,7 @@ def test_the_unpacked_encoder_computes_what_the_packed_one_computes(bidirectiona
     for run in (encoder._gru_packed, encoder._gru_unpacked):
         encoder.zero_grad()
         inputs = embedded.clone().requires_grad_()
-        states, last = run(inputs, lengths) if run == encoder._gru_packed else run(inputs, lengths, mask)
+        states, last = run(inputs, lengths)
         real_states = states * mask[..., None]  # (B, S, directions * d), padding left out
         (real_states.square().sum() + (last * torch.arange(last.shape[1])).sum()).backward()
         grads = [inputs.grad] + [p.grad for p in encoder.rnn.parameters()]

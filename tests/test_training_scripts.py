@@ -140,7 +140,7 @@ def test_per_sentence_loop_computes_the_batched_models_loss():
 def test_make_batch_pads_as_chapter_05s_pad_batch():
     """make_batch builds its tensors from padded lists; they must be those of chapter 05's pad_batch (the
     reference the trainer was written against), the decoder's inputs being BOS followed by the target without EOS."""
-    from attention_course.data import BOS_ID, PAD_ID
+    from attention_course.data import BOS_ID, EOS_ID, PAD_ID
     from autograder.reference.ch05_gpu_training import pad_batch
     from experiments.data import make_batch
 
@@ -150,8 +150,8 @@ def test_make_batch_pads_as_chapter_05s_pad_batch():
         source_length, target_length = torch.randint(1, 8, (2,), generator=generator).tolist()
         pairs.append(
             (
-                torch.randint(4, 30, (source_length,), generator=generator).tolist() + [2],
-                torch.randint(4, 30, (target_length,), generator=generator).tolist() + [2],
+                torch.randint(4, 30, (source_length,), generator=generator).tolist() + [EOS_ID],
+                torch.randint(4, 30, (target_length,), generator=generator).tolist() + [EOS_ID],
             )
         )
     batch = make_batch(pairs)
