@@ -54,14 +54,20 @@ def _grade_with_nbgrader(assignment: str, root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nbgrader_courses(tmp_path_factory):
-    """assignment -> the Future of its scratch course graded by nbgrader (:func:`_grade_with_nbgrader`).
+def nbgrader_courses(request, tmp_path_factory):
+    """assignment -> the Future of its scratch course graded by nbgrader (:func:`_grade_with_nbgrader`), for
+    the chapters whose test this run selected (``-k 03`` grades chapter 03 only).
 
     Two chapters run at a time: each run is mostly one kernel executing a notebook, so two share a
     2-core machine well, and this is one of the longest tests of CI (whose budget is 30 minutes).
     Each chapter's test reads its own result, so a failure is reported by that chapter's test."""
+    selected = [
+        item.callspec.params["assignment"]
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec")
+    ]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return {a: pool.submit(_grade_with_nbgrader, a, tmp_path_factory.mktemp(a)) for a in course.assignments()}
+        return {a: pool.submit(_grade_with_nbgrader, a, tmp_path_factory.mktemp(a)) for a in selected}
 
 
 def test_reference_full_marks_and_stub_zero(nbgrader_courses, assignment):
