@@ -86,7 +86,7 @@ def test_workflow_runs_readmes_two_commands_on_every_push_and_pull_request():
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as true
     assert triggers["push"] == {"branches": ["**"], "tags": ["v*"]} and "pull_request" in triggers
     commands = _readme_commands()
-    assert commands == ["bash scripts/setup.sh", ".venv/bin/python -m pytest"], commands
+    assert len(commands) == 2 and commands[0] == "bash scripts/setup.sh", f"README's two commands: {commands}"
     runs = [step.get("run", "").strip() for step in workflow["jobs"]["test"]["steps"]]
     for command in commands:
         assert command in runs, f"the test job does not run README's `{command}`"
