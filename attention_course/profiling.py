@@ -21,7 +21,8 @@ recording could see it. So :func:`record_ops` refuses (raises :class:`RecordingE
   or a torch function returned a tensor, or changed one in place, without any recorded operation
   (``torch._C._DisableTorchDispatch``, ``no_dispatch``, ``_disable_current_modes``...);
 - brought data in from outside PyTorch: ``torch.tensor`` / ``torch.from_numpy`` of an array or
-  list of more than one number, or read a tensor's memory directly (``Tensor.numpy``,
+  list of more than one floating-point number (integers and booleans, such as positions and
+  masks, are fine), or read a tensor's memory directly (``Tensor.numpy``,
   ``__array__``, ``__dlpack__``, ``data_ptr``, ``untyped_storage``), which is how NumPy writes into
   a tensor behind PyTorch's back;
 - ran a thread (started with ``threading``): the recording sees only the calling thread;
@@ -30,14 +31,23 @@ recording could see it. So :func:`record_ops` refuses (raises :class:`RecordingE
 
 It watches at two levels, both PyTorch's own: a ``TorchFunctionMode`` sees each torch function
 the call uses (``torch.matmul``, ``Tensor.numpy``), the ``TorchDispatchMode`` each operation
-they run. It reads tensors and the mode stacks only through functions bound when this module is
-imported, so that replacing ``torch.Tensor`` attributes, ``TorchDispatchMode`` or the functions
-of ``torch.utils._python_dispatch`` afterwards does not change what it sees. What it cannot
-catch: code that disables both levels at once, or that carries values out of sight one Python
-number at a time; in one process, a submission can also replace this module's functions before
-a test imports them. The class grader closes that last gap: there the test's ``record_ops`` is
-the grader's own, and the recording in the student's process is a private copy of this module,
-bound before any student cell runs (``autograder/GRADING.md``).
+they run. It pushes its modes and reads tensors only through C functions and descriptors bound
+when this module is imported, so that replacing ``torch.Tensor`` attributes, ``TorchDispatchMode``
+or the functions of ``torch.utils._python_dispatch`` afterwards does not change what it sees, and
+it keeps no tensor alive. Honest code of every style passes: loops, ``einsum``,
+``F.scaled_dot_product_attention`` on blocks, in-place updates, ``torch.no_grad()``, float64,
+views, modules, factory functions, scalars made with ``torch.tensor``, printing, autograd inside
+the call.
+
+What it cannot catch: code written against it that disables both levels at once (raw
+``torch.ops.aten`` calls), carries values out of sight one Python number at a time, uses a thread
+started before the call (or started with ``_thread`` directly), or digs out the recording's own
+objects. In one process a submission can also replace this module's functions before a test
+imports them. The class grader closes that gap and flags the rest: there the test's
+``record_ops`` is the grader's own, the recording in the student's process is a private copy of
+this module bound before any student cell runs, and code that names this machinery is flagged
+(``autograder/GRADING.md``, "Recording what the student's code computes"). Record calls on fresh
+inputs, so that no result kept from an earlier call can pass for the computation.
 
 **For tools that run part of a call elsewhere** (the class grader): :class:`Recording` is the
 recording itself (``with Recording() as recording: ...``; ``recording.ops``,
@@ -99,6 +109,7 @@ _C = torch._C
 _TensorBase = getattr(_C, "TensorBase", None) or _C._TensorBase
 _size, _tensor_numel, _storage_of = _TensorBase.size, _TensorBase.numel, _TensorBase.untyped_storage
 _version_of = _TensorBase._version.__get__
+_is_floating_point, _is_complex = _TensorBase.is_floating_point, _TensorBase.is_complex
 _storage_ptr = _C.StorageBase.data_ptr
 _no_torch_function = _C.DisableTorchFunction  # the recording's own reads are never seen by any function mode
 _DISPATCH = (_C._push_on_torch_dispatch_stack, functools.partial(_C._pop_torch_dispatch_stack, None),
@@ -152,6 +163,11 @@ def _version(tensor):
         return _version_of(tensor)
     except RuntimeError:  # inference tensors have no version counter
         return None
+
+
+def _is_real_valued(tensor) -> bool:
+    """Floating-point or complex: values an answer is made of (positions, masks and counts are not)."""
+    return bool(_is_floating_point(tensor) or _is_complex(tensor))
 
 
 def _describe(func) -> str:
@@ -333,7 +349,7 @@ class Recording:
         )
         self._count += 1
         self._sequence += 1
-        if name.startswith("aten.lift") and ins and _tensor_numel(ins[0]) > 1:
+        if name.startswith("aten.lift") and ins and _tensor_numel(ins[0]) > 1 and _is_real_valued(ins[0]):
             self._problem(
                 f"{_tensor_numel(ins[0])} numbers came in from outside PyTorch ({name}: torch.tensor or "
                 "torch.from_numpy of an array or a list): compute with PyTorch operations on the inputs",

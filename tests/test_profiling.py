@@ -153,6 +153,16 @@ def test_honest_modules_methods_views_and_plain_values_pass():
     assert record_ops(lambda: {"a": torch.ones(3), "n": 3})[0]["n"] == 3  # a dict, a factory, plain data
     with torch.inference_mode():
         assert record_ops(lambda t: t.exp(), y)[0].shape == y.shape
+
+    def under_inference_mode(t):
+        with torch.inference_mode():
+            out = torch.zeros_like(t)
+            out += t.exp()
+            return out
+
+    assert record_ops(under_inference_mode, y)[0].shape == y.shape
+    positions = record_ops(lambda t: t[:, torch.tensor(list(range(1, 4)))], y)[0]  # integer data from a list
+    assert positions.shape == (2, 3, 6)
     assert record_ops(lambda t: print(t.sum()) or t.detach().data + 1, y)[0].shape == y.shape
 
 
