@@ -247,6 +247,7 @@ class Recording:
         self._sequence = 0  # operations recorded here, and tensors adopted
         self._count = 0  # operations appended to ops
         self._pushes = self._expected_pushes = 0  # times PyTorch pushed the dispatch mode, and times we did
+        self._counts_pushes = False  # whether this PyTorch says when it pushes a mode
         self._handling = 0  # >0 while a torch function runs under the function mode (it is off the stack then)
         self._thread = None
         self._profile = None  # threading's profile hook before ours
@@ -265,20 +266,27 @@ class Recording:
         if self in stack:
             stack.remove(self)
         self._switch_off()
-        if self._pushes != self._expected_pushes:
-            self._problem(
-                "the recording was switched off and on again during the call (its mode was taken off "
-                "PyTorch's dispatch stack and pushed back)"
-            )
+        self._check_pushes()
         if len(self.ops) != self._count:
             self._problem("the record was changed during the call")
         return False
 
+    def _check_pushes(self):
+        """PyTorch pushed the dispatch mode more often than the recording did: someone pushed it back."""
+        if self._counts_pushes and self._pushes > self._expected_pushes:
+            self._problem(
+                "the recording was switched off and on again during the call (its mode was taken off "
+                "PyTorch's dispatch stack and pushed back)"
+            )
+
     def _switch_on(self, skip_functions=False):
         if not skip_functions:
             _FUNCTION[0](self._calls)
-        self._expected_pushes += 1
+        self._check_pushes()
+        pushes = self._pushes
         _DISPATCH[0](self._operations)
+        self._counts_pushes = self._pushes > pushes  # (a PyTorch that pushes without reading _mode_key gives no count)
+        self._expected_pushes = self._pushes
         self._profile = _getprofile()
         _setprofile(self._hook)
 
