@@ -316,6 +316,19 @@ def test_each_way_around_the_recording_is_refused_with_a_reason(QKV, cheat):
     assert threading.getprofile() is None
 
 
+def test_unsetting_pytorchs_own_modes_leaves_the_recording_on(QKV):
+    """torch._C._unset_dispatch_mode takes off PyTorch's infrastructure modes (functionalization, proxy
+    tracing), never the recording's: the full matrix is still seen."""
+
+    def unset_then_full_matrix(Q, K, V, block_size, causal=False):
+        for key in (torch._C._TorchDispatchModeKey.PROXY, torch._C._TorchDispatchModeKey.FUNCTIONAL):
+            torch._C._unset_dispatch_mode(key)
+        return full_matrix_then_slice(Q, K, V, block_size)
+
+    _, ops = record_ops(unset_then_full_matrix, *QKV, 8)
+    assert largest_created(ops)[0] >= 24 * 40
+
+
 def test_patching_torch_after_import_does_not_change_what_is_recorded(QKV, monkeypatch):
     """Replacing torch.Tensor's size/shape, TorchDispatchMode's methods or the mode stack's Python
     helpers, or pushing a function mode that lies about sizes, leaves the record as it was."""
