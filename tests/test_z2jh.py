@@ -82,12 +82,22 @@ SCENARIOS = {
         "values": [str(VALUES)],
         "overrides": {"hub": {"config": {"GenericOAuthenticator": {"manage_groups": True}}}},
     },
+    # groups from the provider, but GenericOAuthenticator is not told where they are;
+    "groups_key_missing": {
+        "values": [str(VALUES)],
+        "overrides": {"custom": {"course": {"groupsFrom": "authenticator"}}},
+    },
     # groups from the provider and load_groups too, as the values used to have (JupyterHub refuses);
     "load_groups_with_managed_groups": {
         "values": [str(VALUES)],
         "overrides": {
             "custom": {"course": {"groupsFrom": "authenticator"}},
-            "hub": {"config": {"JupyterHub": {"load_groups": {STUDENTS: {"users": ["ada"]}}}}},
+            "hub": {
+                "config": {
+                    "JupyterHub": {"load_groups": {STUDENTS: {"users": ["ada"]}}},
+                    "GenericOAuthenticator": {"auth_state_groups_key": "oauth_user.groups"},
+                }
+            },
         },
     },
     # the chart's defaults where the values now decide: its authenticator and its privileged
@@ -427,9 +437,11 @@ def test_the_chart_defaults_the_values_replace(probe):
 
 
 def test_misconfigurations_stop_the_hub_with_a_reason(probe):
-    """manage_groups with rosters stops at the values' own check, naming the setting to change;
-    load_groups with groups from the provider is what JupyterHub itself refuses."""
+    """manage_groups with rosters, or groups from the provider without saying where they are,
+    stop at the values' own checks, naming the setting to change; load_groups with groups from
+    the provider is what JupyterHub itself refuses."""
     assert "set custom.course.groupsFrom to authenticator" in probe["manage_groups_with_rosters"]["config_error"]
+    assert "auth_state_groups_key" in probe["groups_key_missing"]["config_error"]
     assert "Group management has been offloaded" in probe["load_groups_with_managed_groups"]["init_error"]
 
 
