@@ -23,9 +23,9 @@ What it leaves out, because nothing checked here depends on it: everything that 
 generates, the database the chart configures) and scheduling. A key of our values that it
 does not know is an error, so that the values cannot grow past what the tests run.
 
-Runs in .venv/z2jh/ (JupyterHub, KubeSpawner and OAuthenticator of the chart's hub image) and in
-the course's environment (only ``merged_values`` and ``hub_config`` are needed there: PyYAML
-and traitlets).
+``hub_config`` runs in .venv/z2jh/ (JupyterHub, KubeSpawner and OAuthenticator of the chart's
+hub image: the values' snippets import them); tests/test_z2jh.py also uses ``merged_values`` and
+``hosts`` in the course's environment (PyYAML only).
 """
 
 from __future__ import annotations
