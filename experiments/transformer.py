@@ -21,10 +21,10 @@ curves and the length table, and the attention maps chapter 07 draws (:func:`att
 cross-attention of every decoder layer and head of the Transformer, and the attention of the RNN, on chapter
 06's example sentences with their correct French fed to the decoder). Chapter 07 reads that file.
 
-Times: ``--config tiny`` a few seconds; ``--config medium`` (the shipped file, 1 thread):
-1200 updates took 87 CPU seconds for the Transformer and 65 for the RNN; with data and evaluation (the
-Transformer's greedy evaluation re-reads the prefix at every step: 19 s against 3 s) the shipped run took 3.5
-minutes of wall time on a 2-core CPU while another one-thread job used the second core.
+Times: ``--config tiny`` a few seconds; ``--config medium`` (the shipped file, 1 thread): 1200 updates took 76
+CPU seconds for the Transformer and 52 for the RNN; with data and evaluation (the Transformer's greedy evaluation
+re-reads the prefix at every step: 159 s against 7 s) the shipped run took 19 minutes of wall time on a 2-core CPU
+shared with other work (load average 10.7 to 12.2; an earlier run at load 1.0 to 2.6 took 3.5 minutes).
 ``--model transformer`` / ``--model rnn_attention`` train one model and keep the other's results already in
 the file (same configuration). ``--config full`` is sized for a GPU
 (``scripts/gpu_check.py`` runs it with a time bound per model).
@@ -88,7 +88,7 @@ class Config:
 CONFIGS = {
     # seconds, for tests
     "tiny": Config("tiny", 600, 50, 150, 12, 30, 32, 32, 4, 64, 1, 1e-3, 16, 32, 3e-3, warmup=5),
-    # the shipped results: about 10 minutes on a 2-core CPU
+    # the shipped results: a few minutes per model on an idle 2-core CPU
     "medium": Config("medium", 30000, 1000, 3000, 20, 1200, 64, 80, 4, 256, 2, 2e-3, 64, 128, 3e-3),
     # for one GPU (scripts/gpu_check.py bounds each model's time)
     "full": Config("full", 200000, 2000, 5000, 20, 12000, 128, 256, 8, 1024, 3, 5e-4, 128, 256, 1e-3, warmup=1000),
