@@ -32,7 +32,6 @@ NOT_YET_WRITTEN = {
     "04_qkv_variants",
     "05_gpu_training",
     "06_attention_maps",
-    "07_transformer",
 }
 MIN_WRONG = 3  # per exercise: the likeliest mistakes
 
