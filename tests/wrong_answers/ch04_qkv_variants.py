@@ -485,7 +485,7 @@ def self_attention(X):
     ),
     Variant(
         "SelfAttentionQKV",
-        "projections stored in a ModuleDict-free loop with setattr",
+        "the projections created in a loop with setattr",
         source='''
 class SelfAttentionQKV(nn.Module):
     """Projections created in a loop."""
