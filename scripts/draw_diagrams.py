@@ -582,7 +582,7 @@ def variants() -> Canvas:
             "tutorial",
             True,
             [
-                r"$[\mathrm{emb}(y_{t-1}); s_t]$",
+                r"$[\mathrm{emb}(y_{t-1}); s_{t-1}]$",
                 "none",
                 r"$h_i$",
                 r"$(W_{\mathrm{attn}}[\ldots] + b_{\mathrm{attn}})_i$",
@@ -610,7 +610,7 @@ def variants() -> Canvas:
                 c.box(x, y_src, 0.36, 0.32, rf"$h_{k}$", role="encoder", size=FONT_SIZE - 1)
                 for k, x in enumerate(xs, start=1)
             ]
-            label = r"$[\mathrm{emb}(y_{t-1}); s_t]$" if kind == "tutorial" else r"$s_t$"
+            label = r"$[\mathrm{emb}(y_{t-1}); s_{t-1}]$" if kind == "tutorial" else r"$s_t$"
             query = c.box(
                 mid, y_query, 1.05 if kind == "tutorial" else 0.5, 0.34, label, role="decoder", size=FONT_SIZE - 1
             )
@@ -1070,11 +1070,11 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "and values (V), and the score. (1) and (2) are encoder-decoder attention, the decoder state s_t asking "
         "the encoder states h_i, with a dot product or with learnt projections W_Q, W_K, W_V and the scaled "
         "score; (3) and (4) are encoder-only self-attention, one sequence x asking itself; (5), the original "
-        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_t] alone (the "
-        "embedding of the previous output word and the decoder state), one per fixed slot.",
+        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_(t-1)] alone (the "
+        "embedding of the previous output word and the decoder state before step t), one per fixed slot.",
         "Diagram of five panels. In panels 1 and 2 a decoder state s_t points at encoder states h_1, h_2, h_3; "
         "in panels 3 and 4 a token x_t points at the tokens x_1, x_2, x_3 of its own sequence; in panel 5 the "
-        "vector [emb(y_(t-1)); s_t] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
+        "vector [emb(y_(t-1)); s_(t-1)] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
         "comparing with them. Under each panel: Q, K, V and the score, for example Q = W_Q s_t, K = W_K h_i, "
         "V = W_V h_i, score q_t^T k_i / sqrt(d_k) in panel 2, and K = none in panel 5.",
     ),
