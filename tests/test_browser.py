@@ -11,7 +11,8 @@ download button serves the student notebook. Screenshots at desktop and phone wi
 Accessibility: axe-core (npm, installed by scripts/setup.sh into .venv/npm, injected from there)
 audits every page of both editions in light and dark mode once MathJax has typeset; any critical
 or serious violation fails, with the rule, the page and the element; minor and moderate ones are
-reported as a warning.
+reported as a warning. With the keyboard alone: the skip link, a visible focus on every control of
+the theme's chrome, the sidebar's menu button at desktop and phone widths.
 """
 
 from __future__ import annotations
@@ -347,6 +348,7 @@ RUN_AXE = """options => axe.run(document, options).then(results => results.viola
 # The theme's buttons fade between colours (CSS transitions of 0.15 s): after a change of mode, wait
 # until no transition runs, or the contrast check would read colours half-way.
 SETTLED = "() => !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"
+SEARCH_RESULTS = "search.html?q=softmax"
 
 
 def _built_pages(folder: Path) -> list[str]:
@@ -374,6 +376,7 @@ def test_axe_finds_nothing_serious(edition, request, browser):
     base, folder = request.getfixturevalue("site" if edition == "student" else "instructor_site")
     pages = _built_pages(folder)
     assert len(pages) > len(_page_paths()), f"{edition}: expected every ToC page and more, found {pages}"
+    pages.append(SEARCH_RESULTS)  # the search page as it shows results, drawn by the page's script
     failures, reported = [], {}
     axe = AXE_SCRIPT.read_text(encoding="utf-8")
     context, page, problems = _open(browser, base + pages[0], VIEWPORTS["desktop"], init_script=axe)
@@ -383,6 +386,8 @@ def test_axe_finds_nothing_serious(edition, request, browser):
                 page.emulate_media(color_scheme="light")
                 page.goto(base + path, wait_until="load")
             _wait_for_math(page)
+            if path == SEARCH_RESULTS:
+                page.wait_for_selector("#search-results ul.search li", timeout=15000)
             page.evaluate(MARK_REPEATED_CODE_TOKENS)
             page.evaluate(AXE_CONFIGURE)
             for mode, only in AXE_PASSES:
@@ -427,3 +432,100 @@ def test_sidebar_title_takes_at_most_two_lines(edition, request, browser):
     finally:
         context.close()
     assert 1 <= lines <= 2, f"{edition}: the sidebar's title {title!r} takes {lines} lines, expected at most 2"
+
+
+KEYBOARD_PAGE = "chapters/03_attention_steps/03_attention_steps.html"
+
+
+def _focus_is_drawn(page) -> bool:
+    """Whether the focused element looks different from the same element unfocused (its box and
+    6 px around it, where an outline or a shadow would be drawn); focus is put back afterwards."""
+    box = page.evaluate(
+        "() => { const r = document.activeElement.getBoundingClientRect(); return [r.x, r.y, r.width, r.height] }"
+    )
+    clip = {"x": max(0, box[0] - 6), "y": max(0, box[1] - 6), "width": box[2] + 12, "height": box[3] + 12}
+    page.wait_for_function(SETTLED, timeout=5000)
+    focused = page.screenshot(clip=clip)
+    page.evaluate("() => { window.focusedForTest = document.activeElement; document.activeElement.blur(); }")
+    page.wait_for_function(SETTLED, timeout=5000)
+    blurred = page.screenshot(clip=clip)
+    page.evaluate("() => window.focusedForTest.focus()")
+    return focused != blurred
+
+
+def test_keyboard_focus_is_visible_and_the_skip_link_works(site, browser):
+    """With the keyboard alone, on a chapter page at desktop width (the theme's chrome is the same on
+    every page of both editions): the first Tab reaches the skip link, shown on screen; every later
+    stop up to the article (sidebar, navigation, the article's header buttons) shows where the focus
+    is; Enter on the skip link sends the next Tab into the page's main content."""
+    base, _ = site
+    context, page, _ = _open(browser, base + KEYBOARD_PAGE, VIEWPORTS["desktop"])
+    try:
+        page.keyboard.press("Tab")
+        page.wait_for_function(SETTLED, timeout=5000)
+        skip = page.evaluate(
+            """() => { const e = document.activeElement, r = e.getBoundingClientRect();
+                       const shown = r.top >= 0 && r.bottom <= innerHeight && r.width > 0;
+                       return [e.textContent.trim(), e.getAttribute('href'), shown] }"""
+        )
+        assert skip[:2] == ["Skip to main content", "#main-content"] and skip[2], f"first Tab: {skip}"
+        unseen, stops = [], 0
+        for _ in range(60):
+            page.keyboard.press("Tab")
+            where = page.evaluate(
+                """() => { const e = document.activeElement;
+                           return [e.closest('article') !== null, e.tagName + ' ' + (e.getAttribute('aria-label')
+                                   || e.getAttribute('title') || e.textContent).trim().slice(0, 60)] }"""
+            )
+            if where[0]:
+                break
+            stops += 1
+            if not _focus_is_drawn(page):
+                unseen.append(where[1])
+        else:
+            pytest.fail("60 Tabs did not reach the article")
+        assert stops >= 15, f"only {stops} stops before the article: the sidebar's links are missing"
+        assert not unseen, f"no visible focus indicator on {unseen}"
+        page.goto(base + KEYBOARD_PAGE, wait_until="load")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Tab")
+        inside = page.evaluate("() => document.activeElement.closest('#main-content') !== null")
+        assert inside, "after Enter on the skip link, Tab does not land in the main content"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_the_sidebar_toggle_works_from_the_keyboard(site, browser, width):
+    """The article header's menu button (the one a reader sees) hides the chapter list at desktop width
+    and opens it at phone width, where it is the only way to reach the other chapters."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    base, _ = site
+    context, page, _ = _open(browser, base + KEYBOARD_PAGE, VIEWPORTS[width])
+    try:
+        toggle = page.locator("button.primary-toggle:visible")
+        assert toggle.count() == 1, f"{width}: {toggle.count()} visible sidebar toggles, expected one"
+        toggle.focus()
+        page.keyboard.press("Enter")
+        if width == "desktop":
+            done, outcome = (
+                "() => document.querySelector('#pst-primary-sidebar').classList.contains('pst-sidebar-hidden')",
+                "hide",
+            )
+        else:
+            done, outcome = "() => document.querySelector('#pst-primary-sidebar-modal').open", "open"
+        try:
+            page.wait_for_function(done, timeout=5000)
+        except PlaywrightTimeout:
+            pytest.fail(f"{width}: Enter on the visible sidebar toggle did not {outcome} the chapter list")
+        if width == "phone":
+            shown = page.eval_on_selector_all(
+                "#pst-primary-sidebar-modal nav.bd-links a",
+                "links => links.filter(a => a.offsetParent).map(a => a.href)",
+            )
+            missing = [a for a in course.assignments() if not any(f"/chapters/{a}/{a}.html" in href for href in shown)]
+            assert not missing, f"the opened chapter list does not show {missing}: {shown}"
+    finally:
+        context.close()

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 THEME = Path(__file__).parent / "book_theme"
@@ -36,9 +37,17 @@ def _use_course_theme_files(app, config) -> None:
     # Sphinx looks in templates_path before the theme, in order: first place wins.
     config.templates_path.insert(0, str(THEME / "templates"))
     config.html_static_path.append(str(THEME / "static"))
+    # Sphinx copies static files only when it writes a page, and writes pages only when a source,
+    # a template or an "html" configuration value changed: a changed stylesheet alone would never
+    # reach an already built book. Its digest, as such a value, makes it rewrite them.
+    digest = hashlib.sha256()
+    for path in sorted(p for p in THEME.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(THEME).as_posix().encode() + b"\0" + path.read_bytes())
+    config.course_theme_digest = digest.hexdigest()
 
 
 def setup(app):
+    app.add_config_value("course_theme_digest", "", "html")
     app.connect("config-inited", _use_course_theme_files)
     app.add_css_file("course.css")
     app.connect("html-page-context", _drop_repeated_inline_scripts, priority=900)
