@@ -210,6 +210,11 @@ BUCKETS_WRONG = [
 """,
     ),
     Variant(
+        "length_bucketed_batches",
+        "shuffles with its own generator but also calls random.seed(seed)",
+        replace=[(_GENERATOR, "import random\n\n    random.seed(seed)\n    " + _GENERATOR)],
+    ),
+    Variant(
         "length_bucketed_batches", "ignores the seed (always seed 0)", replace=[("manual_seed(seed)", "manual_seed(0)")]
     ),
     Variant(
