@@ -32,7 +32,6 @@ NOT_YET_WRITTEN = {
     "02_seq2seq_bottleneck",
     "03_attention_steps",
     "04_qkv_variants",
-    "05_gpu_training",
     "06_attention_maps",
     "07_transformer",
 }
