@@ -45,11 +45,14 @@ How to run it, from the repository root:
 ``--threads`` sets PyTorch's CPU threads for every line but the notebook demo's (default: PyTorch's
 own default, usually one per core). ``--out FILE`` appends the run (every line's figures, the
 ratios, the machine: CPU model, cores, threads, torch, and the load average at its start and end) to
-the JSON file ``FILE``, creating it if needed. Chapter 05 quotes the runs recorded in
-``attention_course/assets/benchmark_training.json``, made by running, several times and at moments
-when the machine is as quiet as can be found,
+the JSON file ``FILE``, creating it if needed, with the rates per second of wall-clock time and per
+second of the process's CPU time. On one thread, a rate per CPU second is close to what an idle core
+gives even while other work shares the machine (it then only gets fewer CPU seconds), which is what
+makes runs on a shared machine comparable; with several threads, threads that wait for each other
+count too, and the load changes everything. Chapter 05 quotes the runs recorded in
+``attention_course/assets/benchmark_training.json``, made by running, several times,
 
-    .venv/bin/python scripts/benchmark_training.py --threads 2 --out attention_course/assets/benchmark_training.json
+    .venv/bin/python scripts/benchmark_training.py --threads 1 --out attention_course/assets/benchmark_training.json
 
 (delete the file first to start a new series).
 
@@ -466,7 +469,15 @@ def main(argv=None) -> int:
                 str(b): results[("cpu", "transformer", b)]["tokens_per_second"] for b in batch_sizes
             },
             "ratio": {str(b): results[("cpu", "batched", b)]["tokens_per_second"] / per_sentence for b in batch_sizes},
-            "ratio_per_cpu_second": cpu_ratio,
+            "per_sentence_tokens_per_cpu_second": results["per-sentence"]["tokens_per_cpu_second"],
+            "batched_tokens_per_cpu_second": {
+                str(b): results[("cpu", "batched", b)]["tokens_per_cpu_second"] for b in batch_sizes
+            },
+            "ratio_per_cpu_second": {
+                str(b): results[("cpu", "batched", b)]["tokens_per_cpu_second"]
+                / results["per-sentence"]["tokens_per_cpu_second"]
+                for b in batch_sizes
+            },
             "notebook_demo": results["notebook-demo"],
             "lines": [r for r in results.values()],
         }
@@ -489,11 +500,12 @@ def cpu_model() -> str:
 def record(path: Path, run: dict) -> None:
     """Append ``run`` to the runs of the JSON file ``path`` (created with its header if missing)."""
     header = {
-        "made_by": "python scripts/benchmark_training.py --threads 2 --out FILE",
+        "made_by": "python scripts/benchmark_training.py --threads 1 --out FILE",
         "what": "target tokens per second of chapter 05's batched trainer (train_step on length-bucketed batches) "
         "and of a per-sentence loop (PyTorch's classic translation tutorial), the same model, loss and optimiser, "
-        "float32 on the CPU; ratio = batched / per-sentence, per batch size; notebook_demo: the seconds of chapter "
-        "05's in-notebook training run (400 steps, one thread). One entry of runs per run of the script; the load "
+        "float32 on the CPU, per second of wall-clock time and per second of the process's CPU time; ratio = "
+        "batched / per-sentence, per batch size; notebook_demo: the seconds (wall-clock and CPU) of chapter 05's "
+        "in-notebook training run (400 steps, one thread). One entry of runs per run of the script; the load "
         "average says how busy the machine was.",
         "runs": [],
     }

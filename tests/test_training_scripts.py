@@ -120,6 +120,8 @@ def test_benchmark_prints_its_lines(tmp_path):
     assert set(run["ratio"]) == set(run["batched_tokens_per_second"]) == {"32", "256"}, run
     for size, ratio in run["ratio"].items():
         assert ratio == pytest.approx(run["batched_tokens_per_second"][size] / run["per_sentence_tokens_per_second"])
+        per_cpu = run["batched_tokens_per_cpu_second"][size] / run["per_sentence_tokens_per_cpu_second"]
+        assert run["ratio_per_cpu_second"][size] == pytest.approx(per_cpu)
     assert run["threads"] == 1 and run["cores"] >= 1 and run["torch"] == torch.__version__ and run["cpu"], run
     assert len(run["load_average_at_start"]) == 3 and len(run["load_average_at_end"]) == 3, run
     assert run["notebook_demo"]["steps"] == 5 and run["notebook_demo"]["threads"] == 1, run["notebook_demo"]
