@@ -9,8 +9,9 @@ book), under ``claims``, a list of objects:
     {"text": "54 %", "result": "transformer_results.json",
      "value": "100 * models['rnn_attention']['by_length']['21-25']['exact_match']", "format": ".0f"}
 
-  ``text`` occurs in the cell's source; ``value`` is a Python expression over the JSON object's
-  top-level keys (and :data:`FUNCTIONS`); ``format(value, format)`` occurs in ``text``. A text
+  ``text`` occurs exactly once in the cell's source; ``value`` is a Python expression over the JSON object's
+  top-level keys (and :data:`FUNCTIONS`: min, max, sum, len, round, abs, sorted,
+  float, int, zip, enumerate, all, any); ``format(value, format)`` occurs in ``text``. A text
   that quotes several numbers ("51 to 65 times") carries one claim per number, with the same
   text: every number in a claim's text must be one of its claims' formatted values.
 
@@ -22,7 +23,8 @@ book), under ``claims``, a list of objects:
   group per number of ``text``, in order, searched in that cell's printed text, or ``true``:
   each number of ``text`` occurs somewhere in that output. Numbers compare at the precision the
   text writes them: "0.51" matches a printed 5.10e-01 or 0.5098, "1.6 \\times 10^{-5}" a printed
-  1.60e-05, "94%" a printed 94 or 93.7 (the regular expression picks which printed number).
+  1.60e-05, "94%" a printed 94 or 93.7 (the regular expression picks which printed number);
+  ``"scale": 100`` multiplies the printed numbers first ("98%" for a printed 0.98).
 
 A figure that is not a result (a definition, a target, chance, a quotation from a paper) is
 listed under ``not_claims``, a list of texts of the cell. :func:`figures` finds the figures
@@ -46,7 +48,7 @@ from autograder import course
 
 KEYS = ("claims", "not_claims")
 ASSETS = course.ROOT / "attention_course" / "assets"
-FUNCTIONS = {f.__name__: f for f in (min, max, sum, len, round, abs, sorted, float, int)}
+FUNCTIONS = {f.__name__: f for f in (min, max, sum, len, round, abs, sorted, float, int, zip, enumerate, all, any)}
 
 # A number as prose writes it: 94, 0.51, 1.6e-05, 1.6 \times 10^{-5} (sign ignored).
 NUMBER = re.compile(
@@ -142,7 +144,8 @@ def load_result(name: str):
 def evaluate(claim: dict):
     data = load_result(claim["result"])
     names = dict(data) if isinstance(data, dict) else {"result": data}
-    return eval(claim["value"], {"__builtins__": {}}, {**FUNCTIONS, **names})  # an author's expression
+    # globals, not locals, so that comprehensions in the expression see the names too
+    return eval(claim["value"], {"__builtins__": {}, **FUNCTIONS, **names})  # an author's expression
 
 
 def problems_with(cell, code_cells: dict[str, object]) -> list[str]:
@@ -161,6 +164,8 @@ def problems_with(cell, code_cells: dict[str, object]) -> list[str]:
         if not text or text not in cell.source:
             problems.append(f"{where}: claim text {text!r} does not occur in the cell")
             continue
+        if cell.source.count(text) > 1:
+            problems.append(f"{where}: claim text {text!r} occurs {cell.source.count(text)} times: make it unique")
         if "output" in claim:
             problems += _output_claim_problems(where, claim, code_cells)
         elif {"result", "value", "format"} <= set(claim):
@@ -193,6 +198,8 @@ def _output_claim_problems(where: str, claim: dict, code_cells: dict) -> list[st
     text, pattern = claim["text"], claim["output"]
     if claim.get("cell") not in code_cells:
         return [f"{where}: output claim {text!r} names {claim.get('cell')!r}, which is not a code cell's id"]
+    if not isinstance(claim.get("scale", 1), (int, float)):
+        return [f"{where}: output claim {text!r}: 'scale' must be a number"]
     if pattern is True:
         return []
     if not isinstance(pattern, str):
@@ -233,7 +240,7 @@ def output_problems(cell, executed_cells: dict[str, object]) -> list[str]:
         quoted = numbers(claim["text"])
         where = f"cell {cell.get('id')!r}, claim {claim['text']!r}"
         if claim["output"] is True:
-            values = _printed_numbers(printed)
+            values = [v * claim.get("scale", 1) for v in _printed_numbers(printed)]
             missing = [n.literal for n in quoted if not any(n.matches(v) for v in values)]
             if missing:
                 problems.append(f"{where}: {missing} not in the output of {claim['cell']!r}:\n{printed[-1500:]}")
@@ -246,8 +253,8 @@ def output_problems(cell, executed_cells: dict[str, object]) -> list[str]:
             continue
         for n, group in zip(quoted, match.groups()):
             try:
-                value = float(group.replace("−", "-").rstrip("%"))
-            except ValueError:
+                value = float(group.replace("−", "-").rstrip("%")) * claim.get("scale", 1)
+            except (TypeError, ValueError):
                 value = math.nan
             if not n.matches(value):
                 problems.append(f"{where}: the text says {n.literal}, {claim['cell']!r} printed {group}")
