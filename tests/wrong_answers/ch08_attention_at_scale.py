@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (the answers are notebook cells, as wide as the notebook's own)
 """Chapter 08's wrong and valid answers (tests/wrong_answers/__init__.py runs them against the test cells).
 
 Every WRONG variant is a mistake a student is likely to make; the memory and cost promises are
@@ -23,7 +24,10 @@ _TILED_CHECKS = """    if block_size < 1:
         raise ValueError("causal attention needs T_q == T_k")
 """
 
-TILED_FULL_THEN_SLICE = _TILED_SIGNATURE + _TILED_CHECKS + """    scores_all = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])          # (..., T_q, T_k): the whole matrix
+TILED_FULL_THEN_SLICE = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    scores_all = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])          # (..., T_q, T_k): the whole matrix
     T_q, T_k = scores_all.shape[-2:]
     if causal:
         scores_all = scores_all.masked_fill(~torch.ones(T_q, T_k, dtype=torch.bool).tril(), -math.inf)
@@ -40,8 +44,12 @@ TILED_FULL_THEN_SLICE = _TILED_SIGNATURE + _TILED_CHECKS + """    scores_all = Q
         m = m_new
     return O / ell[..., None], m + torch.log(ell)
 """
+)
 
-TILED_FULL_CAUSAL_MASK = _TILED_SIGNATURE + _TILED_CHECKS + """    T_q, T_k = Q.shape[-2], K.shape[-2]
+TILED_FULL_CAUSAL_MASK = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k = Q.shape[-2], K.shape[-2]
     allowed = torch.ones(T_q, T_k, dtype=torch.bool).tril()                    # (T_q, T_k), built once, sliced per block
     m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
     ell = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
@@ -58,8 +66,12 @@ TILED_FULL_CAUSAL_MASK = _TILED_SIGNATURE + _TILED_CHECKS + """    T_q, T_k = Q.
         m = m_new
     return O / ell[..., None], m + torch.log(ell)
 """
+)
 
-TILED_FLOAT64_NO_CAST = _TILED_SIGNATURE + _TILED_CHECKS + """    Q, K, V = Q.double(), K.double(), V.double()                               # more precision... and never cast back
+TILED_FLOAT64_NO_CAST = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    Q, K, V = Q.double(), K.double(), V.double()                               # more precision... and never cast back
     T_q, T_k = Q.shape[-2], K.shape[-2]
     m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
     ell = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
@@ -77,9 +89,13 @@ TILED_FLOAT64_NO_CAST = _TILED_SIGNATURE + _TILED_CHECKS + """    Q, K, V = Q.do
         m = m_new
     return O / ell[..., None], m + torch.log(ell)
 """
+)
 
 # valid: queries tiled too, two Python loops, blocks of block_size queries and keys
-TILED_QUERY_TILES = _TILED_SIGNATURE + _TILED_CHECKS + """    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+TILED_QUERY_TILES = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
     outputs, logsumexps = [], []
     for q_start in range(0, T_q, block_size):
         Q_i = Q[..., q_start:q_start + block_size, :]                           # (..., b_q, d_k)
@@ -105,9 +121,13 @@ TILED_QUERY_TILES = _TILED_SIGNATURE + _TILED_CHECKS + """    T_q, T_k, d_k = Q.
         logsumexps.append(m + torch.log(ell))
     return torch.cat(outputs, dim=-2), torch.cat(logsumexps, dim=-1)
 """
+)
 
 # valid: float64 inside, cast back at the end; running maximum started from the first block
-TILED_FLOAT64_INSIDE = _TILED_SIGNATURE + _TILED_CHECKS + """    dtype = Q.dtype
+TILED_FLOAT64_INSIDE = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    dtype = Q.dtype
     Q, K, V = Q.double(), K.double(), V.double()
     T_q, T_k = Q.shape[-2], K.shape[-2]
     rows = torch.arange(T_q)[:, None]
@@ -126,9 +146,13 @@ TILED_FLOAT64_INSIDE = _TILED_SIGNATURE + _TILED_CHECKS + """    dtype = Q.dtype
         m = m_new
     return (O / ell.unsqueeze(-1)).to(dtype), (m + ell.log()).to(dtype)
 """
+)
 
 # valid: blocks from torch.split, the running state as a list per block
-TILED_SPLIT = _TILED_SIGNATURE + _TILED_CHECKS + """    T_q = Q.shape[-2]
+TILED_SPLIT = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q = Q.shape[-2]
     m = Q.new_full(Q.shape[:-1], float("-inf"))
     ell = Q.new_zeros(Q.shape[:-1])
     O = Q.new_zeros((*Q.shape[:-1], V.shape[-1]))
@@ -148,16 +172,23 @@ TILED_SPLIT = _TILED_SIGNATURE + _TILED_CHECKS + """    T_q = Q.shape[-2]
         start += K_j.shape[-2]
     return O / ell.unsqueeze(-1), m + torch.log(ell)
 """
+)
 
 _BACKWARD_SIGNATURE = '''def tiled_attention_backward(Q, K, V, O, L, dO, block_size, causal=False):
     """Gradients of sum(O * dO) with respect to Q, K and V, block by block: (dQ, dK, dV)."""
 '''
 
-_BACKWARD_CHECKS = _TILED_CHECKS + """    if O.shape != dO.shape or O.shape != (*Q.shape[:-1], V.shape[-1]) or L.shape != Q.shape[:-1]:
+_BACKWARD_CHECKS = (
+    _TILED_CHECKS
+    + """    if O.shape != dO.shape or O.shape != (*Q.shape[:-1], V.shape[-1]) or L.shape != Q.shape[:-1]:
         raise ValueError("O, L or dO do not fit Q and V")
 """
+)
 
-BACKWARD_AUTOGRAD = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    with torch.enable_grad():                                                  # let autograd do it: it stores the T_q x T_k weights
+BACKWARD_AUTOGRAD = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    with torch.enable_grad():                                                  # let autograd do it: it stores the T_q x T_k weights
         Q_, K_, V_ = (t.detach().requires_grad_() for t in (Q, K, V))
         scores = Q_ @ K_.transpose(-2, -1) / math.sqrt(Q.shape[-1])
         if causal:
@@ -166,8 +197,12 @@ BACKWARD_AUTOGRAD = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    with torch.e
         (torch.softmax(scores, dim=-1) @ V_ * dO).sum().backward()
     return Q_.grad, K_.grad, V_.grad
 """
+)
 
-BACKWARD_FULL_MATRIX = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    scale = 1 / math.sqrt(Q.shape[-1])
+BACKWARD_FULL_MATRIX = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    scale = 1 / math.sqrt(Q.shape[-1])
     scores = Q @ K.transpose(-2, -1) * scale                                   # (..., T_q, T_k) all at once
     if causal:
         T = Q.shape[-2]
@@ -177,9 +212,13 @@ BACKWARD_FULL_MATRIX = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    scale = 1
     dE = A * (dA - (dO * O).sum(-1, keepdim=True))
     return dE @ K * scale, dE.transpose(-2, -1) @ Q * scale, A.transpose(-2, -1) @ dO
 """
+)
 
 # valid: preallocated gradients written block by block, einsum, D from O
-BACKWARD_PREALLOCATED = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    scale = Q.shape[-1] ** -0.5
+BACKWARD_PREALLOCATED = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    scale = Q.shape[-1] ** -0.5
     dQ, dK, dV = torch.zeros_like(Q), torch.zeros_like(K), torch.zeros_like(V)
     D = torch.einsum("...qv,...qv->...q", dO, O)
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -197,9 +236,13 @@ BACKWARD_PREALLOCATED = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    scale = 
         dK[..., start:stop, :] = torch.einsum("...qk,...qd->...kd", dE, Q) * scale
     return dQ, dK, dV
 """
+)
 
 # valid: float64 inside, cast back
-BACKWARD_FLOAT64_INSIDE = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    dtype = Q.dtype
+BACKWARD_FLOAT64_INSIDE = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    dtype = Q.dtype
     Q, K, V, O, L, dO = (t.double() for t in (Q, K, V, O, L, dO))
     scale = 1 / math.sqrt(Q.shape[-1])
     D = (dO * O).sum(-1, keepdim=True)
@@ -218,6 +261,7 @@ BACKWARD_FLOAT64_INSIDE = _BACKWARD_SIGNATURE + _BACKWARD_CHECKS + """    dtype 
         dK.append(dE.transpose(-2, -1) @ Q * scale)
     return dQ.to(dtype), torch.cat(dK, -2).to(dtype), torch.cat(dV, -2).to(dtype)
 """
+)
 
 _KV_HEADER = '''class KVCacheSelfAttention(nn.Module):
     """Causal multi-head self-attention for decoding, with a key-value cache (see the statement)."""
@@ -240,7 +284,9 @@ _KV_HEADER = '''class KVCacheSelfAttention(nn.Module):
 
 # wrong: stores the inputs it has seen and re-projects them all at every step (right values in one
 # decoding run; the cost check sees products with T_past + 1 rows, and decoding two sequences in turns breaks it)
-KV_REPROJECTS_PREFIX = _KV_HEADER + """
+KV_REPROJECTS_PREFIX = (
+    _KV_HEADER
+    + """
     def forward(self, x, cache=None):
         self._check(x, cache)
         B, T_new, E = x.shape
@@ -258,10 +304,13 @@ KV_REPROJECTS_PREFIX = _KV_HEADER + """
         out = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ V
         return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
 """
+)
 
 # wrong: pads x with zeros to the full length to reuse the whole-sequence code path (stateless, right
 # values, but every step projects T_past + T_new rows: only the cost check sees it)
-KV_PADS_TO_FULL_LENGTH = _KV_HEADER + """
+KV_PADS_TO_FULL_LENGTH = (
+    _KV_HEADER
+    + """
     def forward(self, x, cache=None):
         self._check(x, cache)
         B, T_new, E = x.shape
@@ -279,9 +328,12 @@ KV_PADS_TO_FULL_LENGTH = _KV_HEADER + """
         out = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ V
         return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
 """
+)
 
 # wrong: keeps the cache in the module and ignores the one it is given
-KV_STATEFUL = _KV_HEADER + """
+KV_STATEFUL = (
+    _KV_HEADER
+    + """
     def forward(self, x, cache=None):
         self._check(x, cache)
         B, T_new, E = x.shape
@@ -299,9 +351,12 @@ KV_STATEFUL = _KV_HEADER + """
         out = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ self._V
         return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (self._K, self._V)
 """
+)
 
 # wrong: the causal mask only when there is no cache (one token at a time is right, chunks are not)
-KV_MASK_ONLY_WITHOUT_CACHE = _KV_HEADER + """
+KV_MASK_ONLY_WITHOUT_CACHE = (
+    _KV_HEADER
+    + """
     def forward(self, x, cache=None):
         self._check(x, cache)
         B, T_new, E = x.shape
@@ -317,9 +372,12 @@ KV_MASK_ONLY_WITHOUT_CACHE = _KV_HEADER + """
         out = torch.softmax(scores, -1) @ V
         return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
 """
+)
 
 # valid: F.scaled_dot_product_attention with a boolean bottom-right mask (True = may attend), three F.linear
-KV_SDPA = _KV_HEADER + """
+KV_SDPA = (
+    _KV_HEADER
+    + """
     def forward(self, x, cache=None):
         self._check(x, cache)
         B, T_new, E = x.shape
@@ -335,9 +393,12 @@ KV_SDPA = _KV_HEADER + """
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (k, v)
 """
+)
 
 # valid: einsum, an additive float mask
-KV_EINSUM = _KV_HEADER + """
+KV_EINSUM = (
+    _KV_HEADER
+    + """
     def forward(self, x, cache=None):
         self._check(x, cache)
         B, T_new, E = x.shape
@@ -353,6 +414,7 @@ KV_EINSUM = _KV_HEADER + """
         out = torch.einsum("bhqk,bhkd->bhqd", weights, V).permute(0, 2, 1, 3).reshape(B, T_new, E)
         return self.out_proj(out), (K, V)
 """
+)
 
 _ROTARY_SIGNATURE = '''def rotary_embedding(x, positions, base=10000.0):
     """Rotary position embedding (Su et al., 2021), interleaved pairs: a tensor like x (..., T, d)."""
@@ -362,25 +424,33 @@ _ROTARY_SIGNATURE = '''def rotary_embedding(x, positions, base=10000.0):
         raise ValueError(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)}")
 '''
 
-ROTARY_HALVES = _ROTARY_SIGNATURE + """    d = x.shape[-1]
+ROTARY_HALVES = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
     inv_freq = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
     angles = positions.double()[:, None] * inv_freq
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     x1, x2 = x[..., : d // 2], x[..., d // 2:]                               # the two halves, as many libraries pair them
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 """
+)
 
 # valid: complex numbers, a float32 table of angles (as most libraries compute it)
-ROTARY_COMPLEX = _ROTARY_SIGNATURE + """    d = x.shape[-1]
+ROTARY_COMPLEX = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
     inv_freq = 1.0 / (base ** (torch.arange(0, d, 2).float() / d))            # float32 table
     angles = torch.outer(positions.float(), inv_freq)                           # (T, d/2)
     rotation = torch.polar(torch.ones_like(angles), angles)                     # e^(i angle)
     pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2).contiguous())
     return torch.view_as_real(pairs * rotation).flatten(-2).to(x.dtype)
 """
+)
 
 # valid: explicit loops over positions and pairs, math.cos
-ROTARY_LOOPS = _ROTARY_SIGNATURE + """    d = x.shape[-1]
+ROTARY_LOOPS = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
     y = x.clone()
     for t, p in enumerate(positions.tolist()):
         for i in range(d // 2):
@@ -391,105 +461,295 @@ ROTARY_LOOPS = _ROTARY_SIGNATURE + """    d = x.shape[-1]
             y[..., t, 2 * i + 1] = a * s + b * c
     return y
 """
+)
 
 # valid: stack and flatten, float32 angles
-ROTARY_STACK = _ROTARY_SIGNATURE + """    d = x.shape[-1]
+ROTARY_STACK = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
     theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
     angles = positions.to(torch.float32).unsqueeze(-1) * theta
     cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
     even, odd = x[..., ::2], x[..., 1::2]
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
 """
+)
 
 WRONG = [
     # Exercise 8.1
-    Variant("tiled_attention", "builds the full score matrix, then slices it block by block (right values; the memory check sees it)",
-            source=TILED_FULL_THEN_SLICE),
-    Variant("tiled_attention", "builds the full (T_q, T_k) causal mask once, slices it per block (right values; the memory check sees it)",
-            source=TILED_FULL_CAUSAL_MASK),
-    Variant("tiled_attention", "exponentiates the raw scores, no running maximum (overflows at scores of 1e4)",
-            replace=[("weights = torch.exp(scores - m_new[..., None])", "weights = torch.exp(scores)"),
-                     ("correction = torch.exp(m - m_new)", "correction = torch.ones_like(m_new)"),
-                     ("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], torch.log(ell)")]),
-    Variant("tiled_attention", "forgets to rescale the running output when the maximum grows",
-            replace=[("O = O * correction[..., None] + weights @ V_j", "O = O + weights @ V_j")]),
-    Variant("tiled_attention", "forgets to rescale the running normaliser when the maximum grows",
-            replace=[("ell = ell * correction + weights.sum(dim=-1)", "ell = ell + weights.sum(dim=-1)")]),
-    Variant("tiled_attention", "causal mask with positions inside the block (0..b-1) instead of global key positions",
-            replace=[("cols = torch.arange(start, start + K_j.shape[-2], device=Q.device)[None, :]",
-                      "cols = torch.arange(K_j.shape[-2], device=Q.device)[None, :]")]),
-    Variant("tiled_attention", "causal mask off by one (key j allowed iff j < i: query 0 sees nothing)",
-            replace=[("scores = scores.masked_fill(cols > rows, -math.inf)", "scores = scores.masked_fill(cols >= rows, -math.inf)")]),
-    Variant("tiled_attention", "returns the running maximum as L instead of the logsumexp",
-            replace=[("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], m")]),
-    Variant("tiled_attention", "scales the scores by 1/d_k instead of 1/sqrt(d_k)",
-            replace=[("scale = 1.0 / math.sqrt(d_k)", "scale = 1.0 / d_k")]),
-    Variant("tiled_attention", "computes in float64 and never casts back (float32 in, float64 out)", source=TILED_FLOAT64_NO_CAST),
-    Variant("tiled_attention", "no check of block_size (block_size 0 raises range()'s ValueError, which does not name the block size)",
-            replace=[('    if block_size < 1:\n        raise ValueError(f"block_size must be at least 1, got {block_size}")\n', "")]),
-    Variant("tiled_attention", "no check that causal calls have T_q == T_k",
-            replace=[('    if causal and Q.shape[-2] != K.shape[-2]:\n        raise ValueError(f"causal attention needs T_q == T_k, got T_q = {Q.shape[-2]}, T_k = {K.shape[-2]}")\n', "")]),
+    Variant(
+        "tiled_attention",
+        "builds the full score matrix, then slices it block by block (right values; the memory check sees it)",
+        source=TILED_FULL_THEN_SLICE,
+    ),
+    Variant(
+        "tiled_attention",
+        "builds the full (T_q, T_k) causal mask once, slices it per block (right values; the memory check sees it)",
+        source=TILED_FULL_CAUSAL_MASK,
+    ),
+    Variant(
+        "tiled_attention",
+        "exponentiates the raw scores, no running maximum (overflows at scores of 1e4)",
+        replace=[
+            ("weights = torch.exp(scores - m_new[..., None])", "weights = torch.exp(scores)"),
+            ("correction = torch.exp(m - m_new)", "correction = torch.ones_like(m_new)"),
+            ("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], torch.log(ell)"),
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "forgets to rescale the running output when the maximum grows",
+        replace=[("O = O * correction[..., None] + weights @ V_j", "O = O + weights @ V_j")],
+    ),
+    Variant(
+        "tiled_attention",
+        "forgets to rescale the running normaliser when the maximum grows",
+        replace=[("ell = ell * correction + weights.sum(dim=-1)", "ell = ell + weights.sum(dim=-1)")],
+    ),
+    Variant(
+        "tiled_attention",
+        "causal mask with positions inside the block (0..b-1) instead of global key positions",
+        replace=[
+            (
+                "cols = torch.arange(start, start + K_j.shape[-2], device=Q.device)[None, :]",
+                "cols = torch.arange(K_j.shape[-2], device=Q.device)[None, :]",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "causal mask off by one (key j allowed iff j < i: query 0 sees nothing)",
+        replace=[
+            (
+                "scores = scores.masked_fill(cols > rows, -math.inf)",
+                "scores = scores.masked_fill(cols >= rows, -math.inf)",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "returns the running maximum as L instead of the logsumexp",
+        replace=[("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], m")],
+    ),
+    Variant(
+        "tiled_attention",
+        "scales the scores by 1/d_k instead of 1/sqrt(d_k)",
+        replace=[("scale = 1.0 / math.sqrt(d_k)", "scale = 1.0 / d_k")],
+    ),
+    Variant(
+        "tiled_attention",
+        "computes in float64 and never casts back (float32 in, float64 out)",
+        source=TILED_FLOAT64_NO_CAST,
+    ),
+    Variant(
+        "tiled_attention",
+        "no check of block_size (block_size 0 raises range()'s ValueError, which does not name the block size)",
+        replace=[
+            (
+                '    if block_size < 1:\n        raise ValueError(f"block_size must be at least 1, got {block_size}")\n',
+                "",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "no check that causal calls have T_q == T_k",
+        replace=[
+            (
+                '    if causal and Q.shape[-2] != K.shape[-2]:\n        raise ValueError(f"causal attention needs T_q == T_k, got T_q = {Q.shape[-2]}, T_k = {K.shape[-2]}")\n',
+                "",
+            )
+        ],
+    ),
     # Exercise 8.2
-    Variant("tiled_attention_backward", "leaves out D = rowsum(dO * O) (dE = A * dA)",
-            replace=[("d_scores = weights * (d_weights - D[..., None])", "d_scores = weights * d_weights")]),
-    Variant("tiled_attention_backward", "normalises each block's weights on their own (softmax within the block) instead of exp(E - L)",
-            replace=[("weights = torch.exp(scores - L[..., None])", "weights = torch.softmax(scores, dim=-1)")]),
-    Variant("tiled_attention_backward", "forgets the factor 1/sqrt(d_k) in dQ and dK",
-            replace=[("dQ = dQ + (d_scores @ K_j) * scale", "dQ = dQ + d_scores @ K_j"),
-                     ("dK_blocks.append((d_scores.transpose(-2, -1) @ Q) * scale)", "dK_blocks.append(d_scores.transpose(-2, -1) @ Q)")]),
-    Variant("tiled_attention_backward", "forgets the causal mask in the backward pass",
-            replace=[("            scores = scores.masked_fill(cols > rows, -math.inf)\n", "")]),
-    Variant("tiled_attention_backward", "autograd through the whole formula (right gradients; the memory check sees the T_q x T_k weights)",
-            source=BACKWARD_AUTOGRAD),
-    Variant("tiled_attention_backward", "the gradient formulas on the full score matrix (right gradients; the memory check sees it)",
-            source=BACKWARD_FULL_MATRIX),
+    Variant(
+        "tiled_attention_backward",
+        "leaves out D = rowsum(dO * O) (dE = A * dA)",
+        replace=[("d_scores = weights * (d_weights - D[..., None])", "d_scores = weights * d_weights")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "normalises each block's weights on their own (softmax within the block) instead of exp(E - L)",
+        replace=[("weights = torch.exp(scores - L[..., None])", "weights = torch.softmax(scores, dim=-1)")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "forgets the factor 1/sqrt(d_k) in dQ and dK",
+        replace=[
+            ("dQ = dQ + (d_scores @ K_j) * scale", "dQ = dQ + d_scores @ K_j"),
+            (
+                "dK_blocks.append((d_scores.transpose(-2, -1) @ Q) * scale)",
+                "dK_blocks.append(d_scores.transpose(-2, -1) @ Q)",
+            ),
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "forgets the causal mask in the backward pass",
+        replace=[("            scores = scores.masked_fill(cols > rows, -math.inf)\n", "")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "autograd through the whole formula (right gradients; the memory check sees the T_q x T_k weights)",
+        source=BACKWARD_AUTOGRAD,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "the gradient formulas on the full score matrix (right gradients; the memory check sees it)",
+        source=BACKWARD_FULL_MATRIX,
+    ),
     # Exercise 8.3
-    Variant("KVCacheSelfAttention", "causal mask aligned top-left with a cache (new token t sees keys 0..t)",
-            replace=[("new_positions = torch.arange(T_past, T_past + T_new, device=x.device)[:, None]",
-                      "new_positions = torch.arange(T_new, device=x.device)[:, None]")]),
-    Variant("KVCacheSelfAttention", "masks only when there is no cache (one token at a time is right, chunks are not)",
-            source=KV_MASK_ONLY_WITHOUT_CACHE),
-    Variant("KVCacheSelfAttention", "keeps the cache in the module between calls and ignores the one it is given", source=KV_STATEFUL),
-    Variant("KVCacheSelfAttention", "stores the inputs and re-projects the whole prefix at every step", source=KV_REPROJECTS_PREFIX),
-    Variant("KVCacheSelfAttention", "pads x with zeros to the full length to reuse the whole-sequence path (right values; the cost check sees it)",
-            source=KV_PADS_TO_FULL_LENGTH),
-    Variant("KVCacheSelfAttention", "projects without the bias",
-            replace=[("F.linear(x, self.in_proj_weight, self.in_proj_bias)", "F.linear(x, self.in_proj_weight)")]),
-    Variant("KVCacheSelfAttention", "scales the scores by sqrt(d_model) instead of sqrt(d_k)",
-            replace=[("scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)", "scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(self.embed_dim)")]),
-    Variant("KVCacheSelfAttention", "splits heads with a reshape to (B, n_heads, T, d_k) instead of reshape then transpose",
-            replace=[("return t.reshape(B, T_new, H, d_k).transpose(1, 2)", "return t.reshape(B, H, T_new, d_k)")]),
-    Variant("KVCacheSelfAttention", "no check that the cache matches x (torch.cat's RuntimeError instead of a ValueError)",
-            replace=[('                    raise ValueError(f"cached {name} must have shape (B, n_heads, T_past, d_k) = ({B}, {H}, T_past, {d_k}) "\n'
-                      '                                     f"to match x {tuple(x.shape)}, got {tuple(t.shape)}")\n', "                    pass\n")]),
+    Variant(
+        "KVCacheSelfAttention",
+        "causal mask aligned top-left with a cache (new token t sees keys 0..t)",
+        replace=[
+            (
+                "new_positions = torch.arange(T_past, T_past + T_new, device=x.device)[:, None]",
+                "new_positions = torch.arange(T_new, device=x.device)[:, None]",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "masks only when there is no cache (one token at a time is right, chunks are not)",
+        source=KV_MASK_ONLY_WITHOUT_CACHE,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "keeps the cache in the module between calls and ignores the one it is given",
+        source=KV_STATEFUL,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "stores the inputs and re-projects the whole prefix at every step",
+        source=KV_REPROJECTS_PREFIX,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "pads x with zeros to the full length to reuse the whole-sequence path (right values; the cost check sees it)",
+        source=KV_PADS_TO_FULL_LENGTH,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "projects without the bias",
+        replace=[("F.linear(x, self.in_proj_weight, self.in_proj_bias)", "F.linear(x, self.in_proj_weight)")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "scales the scores by sqrt(d_model) instead of sqrt(d_k)",
+        replace=[
+            (
+                "scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)",
+                "scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(self.embed_dim)",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "splits heads with a reshape to (B, n_heads, T, d_k) instead of reshape then transpose",
+        replace=[("return t.reshape(B, T_new, H, d_k).transpose(1, 2)", "return t.reshape(B, H, T_new, d_k)")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "no check that the cache matches x (torch.cat's RuntimeError instead of a ValueError)",
+        replace=[
+            (
+                '                    raise ValueError(f"cached {name} must have shape (B, n_heads, T_past, d_k) = ({B}, {H}, T_past, {d_k}) "\n'
+                '                                     f"to match x {tuple(x.shape)}, got {tuple(t.shape)}")\n',
+                "                    pass\n",
+            )
+        ],
+    ),
     # Exercise 8.4
-    Variant("rotary_embedding", "pairs the two halves (x_i, x_{i+d/2}) instead of interleaved pairs", source=ROTARY_HALVES),
-    Variant("rotary_embedding", "the sine's sign swapped (rotates by -angle)",
-            replace=[("y[..., 0::2] = x_even * cos - x_odd * sin", "y[..., 0::2] = x_even * cos + x_odd * sin"),
-                     ("y[..., 1::2] = x_even * sin + x_odd * cos", "y[..., 1::2] = -x_even * sin + x_odd * cos")]),
-    Variant("rotary_embedding", "angle p * base^(-i/d) with i the pair's index (frequencies fall half as fast)",
-            replace=[("frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
-                      "frequencies = base ** (-torch.arange(0, d // 2, dtype=table, device=x.device) / d)")]),
-    Variant("rotary_embedding", "cos and sin swapped",
-            replace=[("cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)",
-                      "cos, sin = torch.sin(angles).to(x.dtype), torch.cos(angles).to(x.dtype)")]),
-    Variant("rotary_embedding", "ignores `positions` and uses 0 .. T-1",
-            replace=[("angles = positions.to(x.device, table)[:, None] * frequencies",
-                      "angles = torch.arange(x.shape[-2], device=x.device, dtype=table)[:, None] * frequencies")]),
-    Variant("rotary_embedding", "writes the result into x itself (the odd entries then use the rotated even ones)",
-            replace=[("y = torch.empty_like(x)", "y = x")]),
+    Variant(
+        "rotary_embedding", "pairs the two halves (x_i, x_{i+d/2}) instead of interleaved pairs", source=ROTARY_HALVES
+    ),
+    Variant(
+        "rotary_embedding",
+        "the sine's sign swapped (rotates by -angle)",
+        replace=[
+            ("y[..., 0::2] = x_even * cos - x_odd * sin", "y[..., 0::2] = x_even * cos + x_odd * sin"),
+            ("y[..., 1::2] = x_even * sin + x_odd * cos", "y[..., 1::2] = -x_even * sin + x_odd * cos"),
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "angle p * base^(-i/d) with i the pair's index (frequencies fall half as fast)",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = base ** (-torch.arange(0, d // 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "cos and sin swapped",
+        replace=[
+            (
+                "cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)",
+                "cos, sin = torch.sin(angles).to(x.dtype), torch.cos(angles).to(x.dtype)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "ignores `positions` and uses 0 .. T-1",
+        replace=[
+            (
+                "angles = positions.to(x.device, table)[:, None] * frequencies",
+                "angles = torch.arange(x.shape[-2], device=x.device, dtype=table)[:, None] * frequencies",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "writes the result into x itself (the odd entries then use the rotated even ones)",
+        replace=[("y = torch.empty_like(x)", "y = x")],
+    ),
 ]
 
 VALID = [
-    Variant("tiled_attention", "queries tiled too (two loops), future blocks skipped, torch.where for the mask", source=TILED_QUERY_TILES),
-    Variant("tiled_attention", "float64 inside and cast back, einsum, running maximum started from the first block", source=TILED_FLOAT64_INSIDE),
+    Variant(
+        "tiled_attention",
+        "queries tiled too (two loops), future blocks skipped, torch.where for the mask",
+        source=TILED_QUERY_TILES,
+    ),
+    Variant(
+        "tiled_attention",
+        "float64 inside and cast back, einsum, running maximum started from the first block",
+        source=TILED_FLOAT64_INSIDE,
+    ),
     Variant("tiled_attention", "blocks from torch.split, torch.where with a full-like -inf block", source=TILED_SPLIT),
-    Variant("tiled_attention", "einsum for both products",
-            replace=[("scores = (Q @ K_j.transpose(-2, -1)) * scale", 'scores = torch.einsum("...qd,...kd->...qk", Q, K_j) * scale'),
-                     ("O = O * correction[..., None] + weights @ V_j", 'O = O * correction[..., None] + torch.einsum("...qk,...kv->...qv", weights, V_j)')]),
-    Variant("tiled_attention_backward", "gradients preallocated and written block by block, einsum", source=BACKWARD_PREALLOCATED),
-    Variant("tiled_attention_backward", "float64 inside and cast back, torch.where for the mask", source=BACKWARD_FLOAT64_INSIDE),
-    Variant("KVCacheSelfAttention", "F.scaled_dot_product_attention with a boolean bottom-right mask, three F.linear", source=KV_SDPA),
+    Variant(
+        "tiled_attention",
+        "einsum for both products",
+        replace=[
+            (
+                "scores = (Q @ K_j.transpose(-2, -1)) * scale",
+                'scores = torch.einsum("...qd,...kd->...qk", Q, K_j) * scale',
+            ),
+            (
+                "O = O * correction[..., None] + weights @ V_j",
+                'O = O * correction[..., None] + torch.einsum("...qk,...kv->...qv", weights, V_j)',
+            ),
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "gradients preallocated and written block by block, einsum",
+        source=BACKWARD_PREALLOCATED,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "float64 inside and cast back, torch.where for the mask",
+        source=BACKWARD_FLOAT64_INSIDE,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "F.scaled_dot_product_attention with a boolean bottom-right mask, three F.linear",
+        source=KV_SDPA,
+    ),
     Variant("KVCacheSelfAttention", "einsum and an additive float mask", source=KV_EINSUM),
     Variant("rotary_embedding", "complex numbers with a float32 table of angles", source=ROTARY_COMPLEX),
     Variant("rotary_embedding", "loops over positions and pairs with math.cos", source=ROTARY_LOOPS),
