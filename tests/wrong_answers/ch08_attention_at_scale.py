@@ -491,7 +491,7 @@ WRONG = [
         "tiled_attention",
         "exponentiates the raw scores, no running maximum (overflows at scores of 1e4)",
         replace=[
-            ("weights = torch.exp(scores - m_new[..., None])", "weights = torch.exp(scores)"),
+            ("weights = scores.sub_(m_new[..., None]).exp_()", "weights = scores.exp_()"),
             ("correction = torch.exp(m - m_new)", "correction = torch.ones_like(m_new)"),
             ("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], torch.log(ell)"),
         ],
@@ -521,8 +521,8 @@ WRONG = [
         "causal mask off by one (key j allowed iff j < i: query 0 sees nothing)",
         replace=[
             (
-                "scores = scores.masked_fill(cols > rows, -math.inf)",
-                "scores = scores.masked_fill(cols >= rows, -math.inf)",
+                "scores.masked_fill_(cols > rows, -math.inf)",
+                "scores.masked_fill_(cols >= rows, -math.inf)",
             )
         ],
     ),
@@ -723,11 +723,20 @@ VALID = [
     Variant("tiled_attention", "blocks from torch.split, torch.where with a full-like -inf block", source=TILED_SPLIT),
     Variant(
         "tiled_attention",
+        "no in-place operations (new tensors for the scaled, masked and exponentiated block)",
+        replace=[
+            ("scores = (Q @ K_j.transpose(-2, -1)).mul_(scale)", "scores = (Q @ K_j.transpose(-2, -1)) * scale"),
+            ("scores.masked_fill_(cols > rows, -math.inf)", "scores = scores.masked_fill(cols > rows, -math.inf)"),
+            ("weights = scores.sub_(m_new[..., None]).exp_()", "weights = torch.exp(scores - m_new[..., None])"),
+        ],
+    ),
+    Variant(
+        "tiled_attention",
         "einsum for both products",
         replace=[
             (
-                "scores = (Q @ K_j.transpose(-2, -1)) * scale",
-                'scores = torch.einsum("...qd,...kd->...qk", Q, K_j) * scale',
+                "scores = (Q @ K_j.transpose(-2, -1)).mul_(scale)",
+                'scores = torch.einsum("...qd,...kd->...qk", Q, K_j).mul_(scale)',
             ),
             (
                 "O = O * correction[..., None] + weights @ V_j",
