@@ -570,6 +570,16 @@ def print_targets(found: dict) -> None:
         print(f"  decoding {TARGET_DECODE_TOKENS} tokens with and without the cache: not measured in this run")
 
 
+def processor_name() -> str:
+    """The CPU's model name (Linux), else what platform knows."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -613,7 +623,7 @@ def main(argv=None) -> int:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": "cpu",
-        "processor": platform.processor() or platform.machine(),
+        "processor": processor_name(),
         "cores": os.cpu_count(),
         "threads": args.threads,
         "dtype": "float32",
