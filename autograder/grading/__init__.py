@@ -11,6 +11,7 @@ One submission goes through::
         proxy.py      handles on objects that stay in the student's process
         autograd.py   the autograd bridge
         devices.py    the same devices on both sides; devices a test simulates
+        recording.py  recording the student's code where it runs (attention_course.profiling)
       protocol.py   what both sides agree on (standard library only)
       agent.py      the other side, sent into the student's kernel as source (with protocol.py): the
                     thin agent that dispatches each request, and the files it is built from:

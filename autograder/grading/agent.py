@@ -11,11 +11,20 @@ request over a Jupyter comm; :meth:`Agent.rpc` runs its operation (``op_<name>``
 student's namespace and the objects it handed out, and answers in JSON. The student's code can
 replace or break this agent: nothing it answers is trusted (codec.py decodes every answer
 strictly; every comparison happens in the grader).
+
+A request made while a test records (``record``, recording.py in the grader) runs under the
+agent's own recording: the course's ``attention_course/profiling.py``, sent as compiled code and
+run privately (:meth:`Agent.bind_recording`, right after the sandbox's imports and before any
+student cell), so that what the student's cells later do to the package, to ``TorchDispatchMode``
+or to ``torch.utils._python_dispatch`` leaves it as it was. The answer then carries the
+operations it saw and its problems.
 """
 
 import base64
 import itertools
 import json
+import sys
+import types
 import warnings
 
 if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the modules
@@ -28,8 +37,10 @@ MODULES = ("protocol", "agent_request", "agent_context", "agent_encode", "agent_
 class Agent:
     """Executes the grader's requests against the student's namespace."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace, recording_code=None):
         self.namespace = namespace
+        self.recording_code = recording_code  # the course's profiling.py, compiled (runner.py sends it)
+        self.recording = None  # that module, run privately here (bind_recording)
         numbers = itertools.count(1)  # handles and graphs
         self.handles = agent_encode.Handles(numbers)
         self.graphs = agent_autograd.Graphs(numbers)
@@ -46,9 +57,29 @@ class Agent:
     def encode(self, obj, data=False):
         return agent_encode.encode(obj, self.handles.handle, data)
 
+    def bind_recording(self, now=False):
+        """Run the recording's module privately, once: if torch is imported here (or ``now``)."""
+        if self.recording is None and (now or "torch" in sys.modules):
+            code = self.recording_code
+            if code is None:  # in the grader's own tests: the course's file, compiled here
+                from autograder.grading import recording
+
+                code = compile(recording.source(), "autograder-profiling", "exec")
+            module = types.ModuleType("_autograder_profiling")
+            exec(code, module.__dict__)
+            self.recording = module
+        return self.recording
+
+    @staticmethod
+    def record_answer(recording):
+        """A recording as plain data: its operations and its problems (recording.py decodes it)."""
+        ops = [[op.name, [list(s) for s in op.inputs], [list(s) for s in op.outputs], bool(op.is_view)]
+               for op in recording.ops]  # fmt: skip
+        return {"ops": ops, "problems": [str(p)[:500] for p in recording.problems[:20]]}
+
     def rpc(self, request_b64):
         """One request (base64 of the grader's pickle) -> the answer's JSON text."""
-        caught, rng_changed = [], None
+        caught, rng_changed, recording = [], None, None
         try:
             unpickler = agent_request.RequestUnpickler(base64.b64decode(request_b64), self.objects)
             request = unpickler.load()
@@ -63,7 +94,14 @@ class Agent:
                 try:
                     grad, simulated = request.get("grad"), request.get("devices")
                     with agent_context.grad_mode(grad), agent_context.simulated_devices(simulated):
-                        value = getattr(self, "op_" + op)(*args)
+                        if request.get("record"):  # the test records this call: record it where it runs
+                            recording = self.bind_recording(now=True).Recording()
+                            with recording:
+                                value = getattr(self, "op_" + op)(*args)
+                            if op == "call":
+                                recording.check_result(value, args[1:])
+                        else:
+                            value = getattr(self, "op_" + op)(*args)
                 finally:
                     if known:  # the random states, if they are not what the grader believes
                         rng = protocol.rng_states(known[0])
@@ -78,6 +116,8 @@ class Agent:
                     answer["graph"] = graph
         except BaseException as exc:  # noqa: B036 - everything goes back to the grader
             answer = {"ok": False, "error": agent_encode.encode_error(exc)}
+        if recording is not None:
+            answer["record"] = self.record_answer(recording)
         if rng_changed is not None:
             answer["rng"] = rng_changed
         answer["warnings"] = agent_encode.encode_warnings(caught)

@@ -17,6 +17,10 @@ With each call travel:
 
 Warnings are re-issued here, errors re-raised as the nearest built-in class, in-place changes to
 arguments mirrored, results that carry a graph attached to the grader's (autograd.py).
+
+While a test records (``attention_course.profiling.record_ops``), each request is recorded where it
+runs, in the student's kernel, and its record joins the test's (recording.py); the problems that
+record reports are kept in :attr:`Session.problems` for the runner's flags.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import json
 import sys
 import weakref
 
-from autograder.grading import protocol
+from autograder.grading import protocol, recording
 from autograder.grading.autograd import attach_graph
 from autograder.grading.codec import (
     ProtocolError,
@@ -68,6 +72,7 @@ class Session:
         self.graphs = weakref.WeakValueDictionary()  # graph number -> token of the grader's node
         self.released: tuple[set, set] = (set(), set())  # handles, graphs the grader dropped
         self.synced: dict | None = None  # the random states both sides last agreed on
+        self.problems: list[str] = []  # what the student's side's recordings reported, in order (recording.py)
 
     # ---- what the grader holds -------------------------------------------------------------------
 
@@ -98,7 +103,16 @@ class Session:
     # ---- requests ----------------------------------------------------------------------------------
 
     def request(self, op, *args, sync=False):
+        active = recording.active()
+        if active is None:
+            return self._request(op, args, sync, None)
+        with active.paused():  # the proxy's machinery is not the student's computation
+            return self._request(op, args, sync, active)
+
+    def _request(self, op, args, sync, active):
         payload = {"op": op, "args": list(args), "release": self._take_released()}
+        if active is not None:
+            payload["record"] = True
         torch = sys.modules.get("torch")
         if torch is not None:
             payload["grad"] = torch.is_grad_enabled()
@@ -110,6 +124,10 @@ class Session:
             self.synced = current
         text, sent = encode_request(payload)
         answer = parse_answer(self.transport(text))
+        if active is not None:
+            ops, problems = recording.decode(answer.get("record"))
+            active.add(ops, problems)
+            self._note(problems)
         reissue_warnings(answer.get("warnings"))
         mirror(sent, answer.get("mutated", []), answer.get("grads", []))
         if sync and "rng" in answer:
@@ -119,8 +137,20 @@ class Session:
             value = decode(answer.get("value"), self)
             if "graph" in answer:
                 value = attach_graph(self, value, answer["graph"], sent)
+            if active is not None:  # what came back was made by operations recorded over there
+                if op == "call":
+                    self._note(recording.unexplained(ops, value, sent), active)
+                active.adopt([*protocol.tensors(value), *sent.values()])
             return value
         raise remote_exception(answer.get("error"))
+
+    def _note(self, problems, active=None) -> None:
+        """Keep the problems of a record from the student's kernel (and add them to the test's recording)."""
+        for problem in problems:
+            if active is not None:
+                active.add((), [problem])
+            if len(self.problems) < 1000:
+                self.problems.append(problem)
 
     def flush(self) -> None:
         """After a test cell: the student's process adopts the random states the test moved, and

@@ -36,7 +36,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.conventions import normalise as _normalise
-from autograder.grading import agent, devices, rpc, state
+from autograder.grading import agent, devices, recording, rpc, state
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, free_names, load_template, loaded_names, prepare
 
@@ -48,7 +48,9 @@ def _install_agent() -> str:
 
     Each module is made from its file's source, with the modules before it among its globals (the
     files import them from ``autograder.grading`` only when they are imported in the grader). The
-    file names ``autograder-<name>`` mark the agent's frames, which tracebacks leave out."""
+    file names ``autograder-<name>`` mark the agent's frames, which tracebacks leave out. The course's
+    recording module (``attention_course/profiling.py``) comes along compiled, not yet run: the agent
+    runs it privately once the sandbox's imports are done (:func:`_preimports`)."""
     lines = ["import types as _autograder_types", "_autograder_modules = {}"]
     for name in agent.MODULES:
         source = (_HERE / f"{name}.py").read_text()
@@ -59,9 +61,10 @@ def _install_agent() -> str:
             f"_autograder_modules[{name!r}] = _autograder_module",
         ]
     lines += [
-        "__autograder__ = _autograder_modules['agent'].Agent(get_ipython().user_ns)",
+        f"_autograder_recording = compile({recording.source()!r}, 'autograder-profiling', 'exec')",
+        "__autograder__ = _autograder_modules['agent'].Agent(get_ipython().user_ns, _autograder_recording)",
         "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)",
-        "del _autograder_types, _autograder_modules, _autograder_module",
+        "del _autograder_types, _autograder_modules, _autograder_module, _autograder_recording",
     ]
     return "\n".join(lines) + "\n"
 
@@ -176,6 +179,8 @@ class _Grader:
         self.remote_names: dict = {}  # name -> the value bound from the student's namespace
         self.sink: list | None = None  # where the student's output during a call goes
         self.flags: set[str] = set()
+        self.notes: list[str] = []
+        self.noted = 0  # how many of the session's recording problems are in the notes
         self.grades: dict[str, CellGrade] = {}
         self.execution_count = 0
         self.devices: dict | None = None  # the sandbox's answers to torch's device queries
@@ -267,6 +272,7 @@ class _Grader:
         finally:
             self.sink = None
             self._flush()
+            self._note_recording_problems(step.grade_id)
             for name, value in list(self.remote_names.items()):
                 if self.namespace.get(name) is not value:  # the test rebound it: it is the test's now
                     del self.remote_names[name]
@@ -277,6 +283,15 @@ class _Grader:
         cell_outputs += [o for o in outputs if o.get("output_type") == "error"]
         step.cell.outputs = [nbformat.from_dict(o) for o in cell_outputs]
         return grade
+
+    def _note_recording_problems(self, grade_id: str) -> None:
+        """A recording in the student's kernel that saw the call compute out of its sight is a note for the
+        instructor (the test itself fails with the reason: record_ops raised)."""
+        new = list(dict.fromkeys(self.session.problems[self.noted :]))
+        self.noted = len(self.session.problems)
+        if new:
+            self.flags.add("suspicious_code")
+            self.notes += [f"recording in {grade_id}: {p}" for p in new]
 
     def _flush(self) -> None:
         try:
@@ -341,7 +356,9 @@ class _Grader:
 
 
 def _preimports(template: Template) -> str:
-    """Code that imports (without binding any name) the modules the instructor notebook imports."""
+    """Code that imports (without binding any name) the modules the instructor notebook imports, then
+    runs the agent's recording module if torch is among them (before any student cell, so that what
+    a submission does to torch's Python-level functions later does not reach it)."""
     modules = []
     for statement, _ in template.imports:
         node = ast.parse(statement).body[0]
@@ -353,6 +370,7 @@ def _preimports(template: Template) -> str:
         "        try:\n            importlib.import_module(name)\n"
         "        except Exception:\n            pass\n"
         "_autograder_preimport()\ndel _autograder_preimport\n"
+        "try:\n    __autograder__.bind_recording()\nexcept Exception:\n    pass\n"
     )
 
 
@@ -539,5 +557,5 @@ def grade(
     cells.sort(key=lambda cell: template.indices[cell.grade_id])  # notebook order
     flags = sorted(plan.flags | grader.flags)
     notebook = nbformat.writes(plan.notebook(template)) if plan.status == "graded" else None
-    return Result(student_id, assignment, plan.status, flags, plan.notes, cells, notebook,
+    return Result(student_id, assignment, plan.status, flags, [*plan.notes, *grader.notes], cells, notebook,
                   round(time.monotonic() - started, 2), source)  # fmt: skip

@@ -52,11 +52,21 @@ SUSPICIOUS = {
     "subprocesses": r"\bsubprocess\b|\bmultiprocessing\b|\bpty\b",
     "network": r"\bsocket\b|\burllib\b|\brequests\b|\bhttp\.client\b",
     "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)\b",
-    "patching the interpreter": r"\bbuiltins\b|__builtins__|\bsys\s*\.\s*(modules|settrace|setprofile|meta_path)\b",
+    "patching the interpreter": r"\bbuiltins\b|__builtins__|\b(sys|threading)\s*\.\s*"
+    r"(modules|settrace|setprofile|meta_path)\b|\bgc\s*\.\s*(get_objects|get_referrers|get_referents)\b",
     "patching test helpers": r"\b(np|numpy|torch)\s*\.\s*testing\s*\.\s*\w+\s*=|\bsetattr\s*\(\s*(np|numpy|torch)\b",
     "IPython internals": r"\bget_ipython\s*\(\s*\)\s*\.\s*(events|ast_transformers|run_cell|set_custom_exc|user_ns)",
     "grader files": r"\bsolutions\b|\bautograder\b|gradebook",
     "dynamic code": r"(?<![.\w])(exec|eval|compile)\s*\(|__import__\s*\(",
+    # what would switch off or fool the recording of chapter 08's tests (attention_course.profiling)
+    "switching off the recording": r"\b(_DisableTorchDispatch|DisableTorchFunction\w*|no_dispatch"
+    r"|_disable_current_modes|_pop_mode\w*|_push_mode|_python_dispatch|_mode_utils|_unset_dispatch_mode|\w*_torch_(dispatch|function)_stack"
+    r"|_get_(dispatch|function)_stack_at|_get_current_(dispatch|function)_mode\w*|_ExcludeDispatchKeyGuard"
+    r"|_IncludeDispatchKeyGuard|_dispatch_tls_\w+|_op_dk|redispatch|_unsafe_set_version_counter|_tensor_str"
+    r"|TorchDispatchMode|TorchFunctionMode|__torch_dispatch__|__torch_function__)\b",
+    "patching the recording": r"\bprofiling\s*\.\s*\w+\s*=(?!=)|\bsetattr\s*\(\s*profiling\b"
+    r"|\b(record_ops|largest_created|matmuls|matmul_flops|active_recording|Recording)\s*=(?!=)",
+    "the grader's agent": r"__autograder__|\b_autograder_\w+",
 }
 
 
