@@ -13,9 +13,10 @@ No graded function is implemented in this package (tests/test_attention_course.p
 the names against every exercise).
 """
 
-# The course's version: the package's version (pyproject.toml reads it from here), the git tag
-# ``v<version>`` the Colab setup cell installs from, and the version every student notebook's
-# setup cell asks for (autograder/authoring/setup_cell.py).
+# The course's version: the package's version (pyproject.toml reads it from here), the version
+# every student notebook's setup cell asks for (autograder/authoring/setup_cell.py), and the
+# release ``v<version>`` whose wheel that cell installs in Colab (the tag ``v<version>`` makes
+# it: .github/workflows/course.yml; autograder/authoring/publishing.py derives its address).
 __version__ = "0.1.0"
 
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID, copy_task, reversal_task, token_vocabulary

@@ -16,6 +16,12 @@ GRADING_WORK = ROOT / "_grading"  # ignored: a class's submissions, autograded n
 
 ASSIGNMENT_ID = re.compile(r"^\d\d_[a-z0-9_]+$")
 
+# Seconds one cell (or one call into a student's code) may run before it is interrupted: the class
+# grader, nbgrader's Execute.timeout when autograding (autograder/nbgrader_config.py), and Validate
+# in the student's own JupyterLab (scripts/student_lab/nbgrader_config.py). Chapters keep every
+# cell well under it.
+CELL_TIMEOUT = 120
+
 
 def assignments() -> list[str]:
     """Assignment ids (``NN_name``) that have an instructor notebook, in order."""

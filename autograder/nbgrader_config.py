@@ -34,17 +34,25 @@ c.CourseDirectory.db_url = f"sqlite:///{_work / 'gradebook.db'}"
 # Only notebooks are released; the instructor's execution artefacts never are.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "_build"]
 
-# A cell may train a small model for a figure (chapters keep each cell well under this).
-c.Execute.timeout = 120
-
 # Every student notebook begins with the course's setup cell (autograder/authoring/setup_cell.py),
-# added after nbgrader's own steps; the course root goes on sys.path for that import.
+# added after nbgrader's own steps, and carries no claims metadata (autograder/authoring/claims.py:
+# a written answer's claims would quote its model answer); the course root goes on sys.path for
+# those imports.
 if str(_root) not in sys.path:
     sys.path.insert(0, str(_root))
+from autograder.authoring.claims import ClearClaims  # noqa: E402
 from autograder.authoring.setup_cell import InsertSetupCell  # noqa: E402
+from autograder.course import CELL_TIMEOUT  # noqa: E402
 from autograder.grading.feedback import ClearHiddenTracebacks  # noqa: E402
 
-c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(), InsertSetupCell]
+# A cell may train a small model for a figure: the course's limit per cell (the class grader's too).
+c.Execute.timeout = CELL_TIMEOUT
+
+c.GenerateAssignment.preprocessors = [
+    *GenerateAssignment.class_traits()["preprocessors"].default(),
+    ClearClaims,
+    InsertSetupCell,
+]
 
 # Feedback must not show the hidden tests' source (nor the tracebacks that quote it), nor the
 # rubrics: autograde restores the locked question cells with their mark schemes (so that

@@ -5,7 +5,8 @@ For every page: no console error; every math element typeset by the local MathJa
 image loads; no request leaves the machine; exactly one visible h1; figures have alt text or
 a caption. Also: the schematic diagrams (SVG, six or more) load with a nonzero size and
 have alt text or a caption; internal links resolve, the search page finds chapter 03, the
-download button serves the student notebook. Screenshots at desktop and phone widths go to
+download button serves the student notebook, the launch buttons are exactly the configured
+services (autograder/authoring/publishing.py). Screenshots at desktop and phone widths go to
 ``_build/screenshots/`` for a person to look at.
 """
 
@@ -23,9 +24,11 @@ from pathlib import Path
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from test_publishing import _same_url, expected_launch_urls
 
 from autograder import course
 from autograder.authoring import book
+from autograder.authoring.publishing import hub_url, repository_url
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = course.BUILD / "screenshots"
@@ -268,10 +271,22 @@ def test_download_button_serves_the_student_notebook(student_html, assignment):
     )
 
 
-def test_launch_buttons_point_at_the_student_notebook(student_html, assignment):
+def test_launch_buttons_are_the_configured_services(student_html, assignment):
+    """Each chapter page launches its student notebook, in the repository _config.yml names, on
+    exactly the services _config.yml configures (no hub address: no JupyterHub button), and its
+    repository button leads to that repository."""
     html = (student_html / "chapters" / assignment / f"{assignment}.html").read_text(encoding="utf-8")
     soup = BeautifulSoup(html, "html.parser")
-    hrefs = " ".join(a["href"] for a in soup.find_all("a", href=True))
-    for service in ("mybinder.org", "colab.research.google.com", "jupyterhub.example.edu"):
-        assert service in hrefs, f"no {service} launch button on the {assignment} page"
-    assert f"chapters/{assignment}/{assignment}.ipynb" in hrefs
+    launch = {
+        a["title"].removeprefix("Launch on ").strip(): a["href"]
+        for a in soup.find_all("a", href=True, title=True)
+        if a["title"].startswith("Launch on ")
+    }
+    expected = expected_launch_urls(f"chapters/{assignment}/{assignment}.ipynb", hub_url())
+    assert set(launch) == set(expected), f"launch buttons {sorted(launch)}, _config.yml configures {sorted(expected)}"
+    wrong = {name: href for name, href in launch.items() if not _same_url(href, expected[name])}
+    assert not wrong, f"launch buttons that do not open the student notebook in {repository_url()}: {wrong}"
+    repository_links = [
+        a["href"] for a in soup.find_all("a", href=True, title=True) if a["title"] == "Source repository"
+    ]
+    assert repository_links == [repository_url()], f"repository button: {repository_links}"

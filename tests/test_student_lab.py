@@ -7,7 +7,10 @@ test_browser.py) opens a chapter in it from the file browser. A student must see
 Validate button and nothing of an instructor's (no formgrader, course list, assignment
 creator, nbgrader menu), no error dialog or notification, no exchange error in the server's
 log, and the notebook must not be marked modified once its kernel has started. Validate then
-runs the untouched notebook and reports its failing visible tests.
+runs the untouched notebook and reports its failing visible tests; with every code exercise
+answered and the written questions empty, it names the unanswered questions and says that the
+code passes. Validate runs with the course's time limit per cell (not nbgrader's 30 s), and the
+script, started as root without ``--allow-root``, says how instead of failing obscurely.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import course
+from autograder.conventions import is_answer_cell, nbgrader, without_markers
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -137,6 +142,74 @@ def test_copies_are_the_chapters_and_are_never_overwritten(tmp_path):
     assert path.read_text() == "my answers"
 
 
+def _answered_code(assignment: str) -> nbformat.NotebookNode:
+    """The student notebook with every code exercise answered (the reference's code) and no written answer."""
+    answers = {
+        nbgrader(c)["grade_id"]: without_markers(c.source)
+        for c in nbformat.read(course.solution_notebook(assignment), as_version=4).cells
+        if is_answer_cell(c)
+    }
+    nb = nbformat.read(course.student_notebook(assignment), as_version=4)
+    for cell in nb.cells:
+        if nbgrader(cell).get("grade_id") in answers:
+            cell.source = answers[nbgrader(cell)["grade_id"]]
+    return nb
+
+
+def test_validate_uses_the_course_time_limit(tmp_path):
+    """nbgrader's Validate handler loads its configuration this way; with the student lab's
+    JUPYTER_CONFIG_PATH it finds the course's limit per cell (the grader's), not nbgrader's 30 s."""
+    probe = (
+        "import os\n"
+        "from jupyter_core.paths import jupyter_config_path\n"
+        "from nbgrader.apps import NbGrader\n"
+        "paths = jupyter_config_path(); paths.insert(0, os.getcwd())\n"
+        "app = NbGrader(); app.config_file_paths.append(paths); app.load_config_file()\n"
+        "print(app.config.Execute.timeout)\n"
+    )
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(SCRIPT.parent / "student_lab"), "JUPYTER_CONFIG_DIR": str(tmp_path)}
+    completed = subprocess.run(
+        [str(course.ROOT / ".venv" / "bin" / "python"), "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split()[-1] == str(course.CELL_TIMEOUT), completed.stdout
+
+
+def test_validate_names_unanswered_written_questions(tmp_path):
+    """Every code exercise answered, the written questions empty: Validate names each question and says that
+    the code passes (scripts/student_lab/student_validate.py, nbgrader's Validator with better messages)."""
+    import importlib.util
+
+    from traitlets.config import Config
+
+    spec = importlib.util.spec_from_file_location(
+        "student_validate", SCRIPT.parent / "student_lab" / "student_validate.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assignment = "03_attention_steps"
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(_answered_code(assignment), path)
+    config = Config()
+    config.Execute.timeout = course.CELL_TIMEOUT
+    results = module.StudentValidator(config=config).validate(str(path))
+    failed = results.get("failed", [])
+    errors = [entry["raw_error"] for entry in failed]
+    assert len(failed) == 2 and all("has no answer yet" in e for e in errors), results
+    assert "Written question 3.1" in errors[0] + errors[1] and "Written question 3.2" in errors[0] + errors[1], errors
+    assert errors[0].startswith("Your code passes every visible test"), errors[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root is refused")
+def test_the_script_tells_root_how():
+    completed = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=60)
+    assert completed.returncode != 0 and "--allow-root" in completed.stderr, completed.stderr
+
+
 @pytest.mark.parametrize("chapter", ["03_attention_steps"])
 def test_student_sees_validate_and_no_instructor_tools(student_lab, browser, chapter):
     assignment = chapter
@@ -215,5 +288,26 @@ def test_student_sees_validate_and_no_instructor_tools(student_lab, browser, cha
         assert "There was an error running the validate command" not in result, result[:2000]
         assert page.locator(".jp-Dialog .validation-failed").count() == 1, f"the stub passed validation: {result[:500]}"
         page.screenshot(path=str(SCREENSHOTS / f"{assignment}-validate.png"))
+    finally:
+        context.close()
+
+
+def test_validate_in_the_browser_names_the_written_questions(student_lab, browser):
+    """As a student would: every code exercise done, the written questions empty, then Validate."""
+    assignment = "03_attention_steps"
+    base, token, log, root = student_lab
+    nbformat.write(_answered_code(assignment), root / assignment / f"{assignment}.ipynb")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{base}lab/tree/{assignment}/{assignment}.ipynb?token={token}", wait_until="load")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90000)
+        page.locator(".jp-Toolbar .jp-ToolbarButtonComponent", has_text="Validate").first.click(timeout=60000)
+        page.wait_for_selector(".jp-Dialog .validation-failed, .jp-Dialog .validation-success", timeout=300000)
+        text = page.locator(".jp-Dialog").inner_text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{assignment}-written-questions.png"))
+        assert "Your code passes every visible test" in text, text[:2000]
+        assert "Written question 3.1" in text and "Written question 3.2" in text, text[:2000]
     finally:
         context.close()

@@ -9,9 +9,10 @@ runs wherever it is opened:
   ``.venv``, the course's JupyterHub, Binder, a conda environment made from
   ``environment.yml``, a ``pip install`` of the wheel), the cell does nothing;
 - in Google Colab (detected by its ``google.colab`` module having been imported), it
-  pip-installs the package at the course's version from the course's repository (the git tag
-  ``v<version>``; the URL is ``repository.url`` in ``_config.yml``), plus the pinned version of
-  each of the package's dependencies that Colab lacks (pins from ``requirements.txt``);
+  pip-installs the wheel that the course's release ``v<version>`` publishes (its URL, derived
+  from ``repository.url`` in ``_config.yml`` by autograder/authoring/publishing.py, is written
+  into the cell when the notebooks are generated), plus the pinned version of each of the
+  package's dependencies that Colab lacks (pins from ``requirements.txt``);
 - anywhere else it stops with one sentence that says what to run.
 
 It touches the network only in Colab.
@@ -30,10 +31,10 @@ import json
 import re
 
 import nbformat
-import yaml
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder import course
+from autograder.authoring.publishing import course_version, wheel_url
 
 # The package's runtime dependencies (pyproject.toml), pinned in the cell as requirements.txt pins them.
 DEPENDENCIES = ("numpy", "matplotlib", "torch")
@@ -49,7 +50,7 @@ TEMPLATE = """\
 # installed. It installs nothing, except in Google Colab, where it installs the package.
 def _course_setup(
     version={version},
-    repository={repository},
+    wheel={wheel},
     pins={pins},
 ):
     import importlib
@@ -69,37 +70,23 @@ def _course_setup(
     if found == version:
         return
     warnings.filterwarnings("ignore", message="To exit")  # IPython's hint when a cell raises SystemExit
-    package = f"attention-course @ git+{{repository}}@v{{version}}"
     if "google.colab" not in sys.modules:
         raise SystemExit(
             f"This notebook needs the course's package attention_course {{version}} (found: {{found or 'none'}}): "
-            f"run `pip install \\"{{package}}\\"` (or `bash scripts/setup.sh` in a clone of the course), "
+            f"run `pip install \\"{{wheel}}\\"` (or `bash scripts/setup.sh` in a clone of the course), "
             "then restart the kernel and run this cell again."
         )
     missing = [pin for pin in pins if importlib.util.find_spec(pin.split("==")[0]) is None]
     print(f"Installing attention_course {{version}}", *missing)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", package, *missing], check=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel, *missing])
+    if pip.returncode != 0:
+        raise SystemExit(f"pip could not install {{wheel}} (see above), which the release v{{version}} publishes.")
     importlib.invalidate_caches()
     if found is not None or installed_version() != version:
         raise SystemExit(f"Installed attention_course {{version}}: restart the session, then run this cell again.")
 
 
 _course_setup()"""
-
-
-def course_version() -> str:
-    """``attention_course.__version__``, read from the source (without importing the package)."""
-    text = (course.ROOT / "attention_course" / "__init__.py").read_text(encoding="utf-8")
-    match = re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
-    if not match:
-        raise ValueError("attention_course/__init__.py defines no __version__")
-    return match.group(1)
-
-
-def course_repository() -> str:
-    """The course's repository, as the book's ``_config.yml`` names it (``repository.url``)."""
-    config = yaml.safe_load((course.ROOT / "_config.yml").read_text(encoding="utf-8"))
-    return config["repository"]["url"]
 
 
 def dependency_pins() -> tuple[str, ...]:
@@ -115,12 +102,14 @@ def dependency_pins() -> tuple[str, ...]:
     return tuple(pins[name] for name in DEPENDENCIES)
 
 
-def setup_source(version: str | None = None, repository: str | None = None, pins: tuple[str, ...] | None = None) -> str:
-    """The cell's source; the arguments (tests only) default to the course's own values."""
+def setup_source(version: str | None = None, wheel: str | None = None, pins: tuple[str, ...] | None = None) -> str:
+    """The cell's source; the arguments (tests only) default to the course's own values: its
+    version, the URL of the wheel its release publishes, the pins of its dependencies."""
     pins = tuple(pins if pins is not None else dependency_pins())
+    version = version or course_version()
     return TEMPLATE.format(
-        version=json.dumps(version or course_version()),
-        repository=json.dumps(repository or course_repository()),
+        version=json.dumps(version),
+        wheel=json.dumps(wheel or wheel_url(version)),
         pins="(" + ", ".join(json.dumps(pin) for pin in pins) + ("," if len(pins) == 1 else "") + ")",
     )
 

@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
     parser.add_argument("--timeout", type=float, default=600, help="wall-clock seconds per notebook (default 600)")
     parser.add_argument("--memory", type=int, default=4096, help="memory limit per notebook in MB (default 4096)")
-    parser.add_argument("--call-timeout", type=float, default=120,
-                        help="seconds per cell or call before it is interrupted (default 120)")  # fmt: skip
+    parser.add_argument("--call-timeout", type=float, default=course.CELL_TIMEOUT,
+                        help="seconds per cell or call before it is interrupted (default %(default)g)")  # fmt: skip
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
                         help="gradebook and autograded notebooks (default: _grading)")  # fmt: skip
     parser.add_argument("--unsafe-no-sandbox", action="store_true",

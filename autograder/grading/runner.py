@@ -35,6 +35,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import course
 from autograder.conventions import normalise as _normalise
 from autograder.grading import agent, devices, recording, rpc, state
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
@@ -81,7 +82,7 @@ class SandboxFailed(RuntimeError):
 @dataclass
 class Options:
     timeout: float = 600.0  # seconds per notebook, wall clock
-    call_timeout: float = 120.0  # seconds per cell or call (then interrupted)
+    call_timeout: float = course.CELL_TIMEOUT  # seconds per cell or call (then interrupted)
     limits: Limits = field(default_factory=Limits)
     unsafe: bool = False  # no sandbox (the tests still run here, through the proxies)
     workdir: Path = Path("/tmp")  # where scratch folders are made (short: it holds Unix sockets)
