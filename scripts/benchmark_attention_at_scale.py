@@ -47,7 +47,8 @@ It writes everything, with the load average before and after, the thread count a
 The memory figures and multiply-adds do not depend on the machine's load; the times do (on a shared
 machine, note the load average, and prefer the ratios measured in one run).
 
-How to run it, from the repository root (about 10 minutes on a quiet 2-core machine with the defaults)::
+How to run it, from the repository root (with the defaults, 4 minutes on the 2-core machine at load 2 to 5,
+8 minutes at load 9 to 13)::
 
     .venv/bin/python scripts/benchmark_attention_at_scale.py
     .venv/bin/python scripts/benchmark_attention_at_scale.py --quick --out /tmp/quick.json   # seconds: plumbing only
