@@ -5,7 +5,12 @@ What it trains, with the training programs' own functions (nothing re-implemente
 1. the six attention variants of chapter 05 (``experiments.variants.run_variants``: no attention, dot,
    general, additive, scaled dot product, multi-head), its ``full`` configuration;
 2. chapter 07's Transformer and the RNN with attention beside it (``experiments.transformer.run_transformer``),
-   its ``full`` configuration (trained on sentences of at most 20 words, tested on all lengths).
+   its ``full`` configuration (trained on sentences of at most 20 words, tested on all lengths);
+3. chapter 08's attention at length (no training): the reference ``tiled_attention`` (blocks of 256 keys)
+   against ``F.scaled_dot_product_attention`` restricted to PyTorch's flash kernel and against the formula
+   with the whole score matrix, in bfloat16, batch 1, 8 heads of size 64, for 1,024 to 16,384 tokens: the
+   extra GPU memory of one call (``torch.cuda.max_memory_allocated`` above what was allocated before it; an
+   out-of-memory error is recorded as such) and its time (median of 5 calls after a warm-up, synchronised).
 
 On CUDA every forward pass runs under bf16 autocast. Each model trains for at most ``--max-seconds``
 (default 30 s on CUDA), then is evaluated (greedy translations of the test split by source length).
@@ -14,16 +19,18 @@ Into ``--out`` (default ``_build/gpu_check/``, ignored by git) it writes:
 - ``summary.json``: the device, the timings of every stage, and the two programs' results (per model:
   parameters, steps, training seconds, target tokens per second, exact match and BLEU by source length);
 - ``accuracy_by_length.png``: exact match and BLEU by source length for every model;
-- ``throughput.png``: target tokens per second and parameters of every model.
+- ``throughput.png``: target tokens per second and parameters of every model;
+- ``attention_at_scale.png``: chapter 08's memory and time against the sequence length.
 
 How to run it, from the repository root on a machine with a CUDA GPU:
 
     .venv/bin/python scripts/gpu_check.py [--max-seconds 30] [--out DIR]
 
 Expected run time on one GPU: about 6 minutes with the defaults (8 models x (30 s of training + a few
-seconds of evaluation), plus generating the data of both programs, about a minute), under the 8 minutes
-the check is allowed; ``--max-seconds`` trades training time for accuracy. Where it was run and what it
-measured is recorded in the chapter that quotes it (chapter 07).
+seconds of evaluation), plus generating the data of both programs, about a minute, plus chapter 08's
+attention, under half a minute), under the 8 minutes the check is allowed; ``--max-seconds`` trades
+training time for accuracy. Where it was run and what it measured is recorded in the chapters that quote
+it (chapters 07 and 08).
 
 Without CUDA it refuses (exit status 2) unless ``--allow-cpu`` is given: it then trains the ``tiny``
 configurations on the CPU for a few seconds per model, which checks the script's plumbing (data,
@@ -49,7 +56,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
+from autograder.reference.ch08_attention_at_scale import tiled_attention  # noqa: E402
 from experiments import transformer, variants  # noqa: E402
 from experiments.evaluation import LENGTH_BINS  # noqa: E402
 
@@ -96,6 +105,89 @@ def plot_throughput(models: dict, path: Path, title_suffix: str) -> None:
     ax_size.set_yticks(range(len(labels)), [])
     ax_speed.invert_yaxis()
     ax_size.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def attention_at_scale(device: torch.device, lengths, block_size: int = 256, heads: int = 8, d: int = 64) -> dict:
+    """Chapter 08 on one device: extra memory and time of one attention call, three ways, by length.
+
+    On CUDA, bfloat16 and ``F.scaled_dot_product_attention`` restricted to the flash kernel; on the CPU
+    (plumbing runs), float32, the default kernel choice, and no memory figure.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    cuda = device.type == "cuda"
+    dtype = torch.bfloat16 if cuda else torch.float32
+
+    def naive(Q, K, V):
+        return torch.softmax(Q @ K.transpose(-2, -1) / d**0.5, dim=-1) @ V
+
+    def flash(Q, K, V):
+        if not cuda:
+            return F.scaled_dot_product_attention(Q, K, V)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(Q, K, V)
+
+    methods = {"naive": naive, "tiled": lambda Q, K, V: tiled_attention(Q, K, V, block_size)[0], "sdpa_flash": flash}
+    results = {
+        "device": str(device),
+        "dtype": str(dtype),
+        "heads": heads,
+        "d": d,
+        "block_size": block_size,
+        "lengths": list(lengths),
+        "methods": {name: {"peak_mb": [], "seconds": []} for name in methods},
+    }
+    for length in lengths:
+        generator = torch.Generator(device=device).manual_seed(length)
+        Q, K, V = (torch.randn(1, heads, length, d, generator=generator, device=device, dtype=dtype) for _ in range(3))
+        for name, fn in methods.items():
+            row = results["methods"][name]
+            try:
+                if cuda:
+                    torch.cuda.synchronize(device)
+                    torch.cuda.reset_peak_memory_stats(device)
+                    before = torch.cuda.memory_allocated(device)
+                out = fn(Q, K, V)
+                if cuda:
+                    torch.cuda.synchronize(device)
+                    row["peak_mb"].append((torch.cuda.max_memory_allocated(device) - before) / 2**20)
+                else:
+                    row["peak_mb"].append(None)
+                del out
+                times = []
+                for _ in range(5):
+                    start = time.perf_counter()
+                    fn(Q, K, V)
+                    if cuda:
+                        torch.cuda.synchronize(device)
+                    times.append(time.perf_counter() - start)
+                row["seconds"].append(float(np.median(times)))
+            except torch.OutOfMemoryError:
+                row["peak_mb"].append("out of memory")
+                row["seconds"].append(None)
+                if cuda:
+                    torch.cuda.empty_cache()
+        del Q, K, V
+    return results
+
+
+def plot_attention_at_scale(results: dict, path: Path, title_suffix: str) -> None:
+    fig, (ax_memory, ax_time) = plt.subplots(1, 2, figsize=(12, 4.4))
+    for name, row in results["methods"].items():
+        pairs = [(n, m) for n, m in zip(results["lengths"], row["peak_mb"]) if isinstance(m, float)]
+        if pairs:
+            ax_memory.plot(*zip(*pairs), marker="o", label=name)
+        pairs = [(n, t) for n, t in zip(results["lengths"], row["seconds"]) if t is not None]
+        if pairs:
+            ax_time.plot(*zip(*pairs), marker="o", label=name)
+    for ax in (ax_memory, ax_time):
+        ax.set(xscale="log", yscale="log", xlabel="sequence length T")
+        ax.legend(fontsize="small")
+    ax_memory.set(title=f"Extra memory of one call{title_suffix}", ylabel="MiB")
+    ax_time.set(title=f"Time of one call{title_suffix}", ylabel="seconds")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -148,6 +240,16 @@ def main(argv=None) -> int:
     stages["transformer"] = time.perf_counter() - t0
     if cuda:
         peak = torch.cuda.max_memory_allocated(device) / 2**20
+    t0 = time.perf_counter()
+    lengths = [1024, 4096, 16384] if cuda else [64, 128]
+    attention_results = attention_at_scale(device, lengths, block_size=256 if cuda else 32)
+    stages["attention_at_scale"] = time.perf_counter() - t0
+    for name, row in attention_results["methods"].items():
+        figures = ", ".join(
+            f"T={n}: {m if not isinstance(m, float) else f'{m:.0f} MiB'}, {t if t is None else f'{t * 1e3:.1f} ms'}"
+            for n, m, t in zip(lengths, row["peak_mb"], row["seconds"])
+        )
+        log(f"chapter 08, {name}: {figures}")
 
     summary = {
         "device": str(device),
@@ -161,12 +263,18 @@ def main(argv=None) -> int:
         "stage_seconds": stages,
         "variants": variant_results,
         "transformer": transformer_results,
+        "attention_at_scale": attention_results,
     }
     models = all_models(summary)
     args.out.mkdir(parents=True, exist_ok=True)
-    figures = {"accuracy_by_length": "accuracy_by_length.png", "throughput": "throughput.png"}
+    figures = {
+        "accuracy_by_length": "accuracy_by_length.png",
+        "throughput": "throughput.png",
+        "attention_at_scale": "attention_at_scale.png",
+    }
     plot_accuracy(models, args.out / figures["accuracy_by_length"], suffix)
     plot_throughput(models, args.out / figures["throughput"], suffix)
+    plot_attention_at_scale(attention_results, args.out / figures["attention_at_scale"], suffix)
     summary["figures"] = figures
     summary["total_seconds"] = time.perf_counter() - started
     keys = ("parameters", "train_seconds", "target_tokens_per_second", "exact_match", "bleu")

@@ -31,6 +31,7 @@ REQUIRED = [
     "05_training_pipeline",
     "06_reading_a_map",
     "07_transformer_block",
+    "08_attention_at_scale",
 ]
 
 

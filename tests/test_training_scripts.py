@@ -44,9 +44,15 @@ def test_gpu_check_tiny_cpu_run_writes_figures_and_summary(tmp_path):
     )
     assert result.returncode == 0, f"gpu_check.py failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     summary = json.loads((out / "summary.json").read_text())
-    for name in ("accuracy_by_length", "throughput"):
+    for name in ("accuracy_by_length", "throughput", "attention_at_scale"):
         width, height = png_size(out / summary["figures"][name])
         assert width >= 400 and height >= 200, f"{name}: a {width}x{height} figure"
+    # chapter 08: the three ways of computing attention, timed at every length (memory is measured on CUDA only)
+    attention = summary["attention_at_scale"]
+    assert set(attention["methods"]) == {"naive", "tiled", "sdpa_flash"} and attention["lengths"] == [64, 128]
+    for name, row in attention["methods"].items():
+        assert len(row["seconds"]) == 2 and all(t is not None and t > 0 for t in row["seconds"]), (name, row)
+        assert row["peak_mb"] == [None, None] or torch.cuda.is_available(), (name, row)
     assert summary["config"] == "tiny" and summary["cuda_available"] == torch.cuda.is_available()
     assert 0 < summary["total_seconds"] < 120
     # every model of the course: the six attention variants, the Transformer and the RNN beside it

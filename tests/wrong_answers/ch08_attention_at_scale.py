@@ -1,0 +1,766 @@
+# ruff: noqa: E501 (the answers are notebook cells, as wide as the notebook's own)
+"""Chapter 08's wrong and valid answers (tests/wrong_answers/__init__.py runs them against the test cells).
+
+Every WRONG variant is a mistake a student is likely to make; the memory and cost promises are
+what catch several of them (values right, computation wrong). Every VALID variant is another
+correct way to write the answer and must pass both test cells.
+"""
+
+from wrong_answers import Variant
+
+# ----------------------------------------------------------------------------------------------
+# whole-cell sources used by several variants
+# ----------------------------------------------------------------------------------------------
+
+_TILED_SIGNATURE = '''def tiled_attention(Q, K, V, block_size, causal=False):
+    """Scaled dot-product attention, keys and values read block_size rows at a time: (O (..., T_q, d_v), L (..., T_q))."""
+'''
+
+_TILED_CHECKS = """    if block_size < 1:
+        raise ValueError(f"block_size must be at least 1, got {block_size}")
+    if Q.shape[:-2] != K.shape[:-2] or Q.shape[:-2] != V.shape[:-2] or K.shape[-1] != Q.shape[-1] or V.shape[-2] != K.shape[-2]:
+        raise ValueError(f"shapes do not fit: {tuple(Q.shape)}, {tuple(K.shape)}, {tuple(V.shape)}")
+    if causal and Q.shape[-2] != K.shape[-2]:
+        raise ValueError("causal attention needs T_q == T_k")
+"""
+
+TILED_FULL_THEN_SLICE = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    scores_all = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])          # (..., T_q, T_k): the whole matrix
+    T_q, T_k = scores_all.shape[-2:]
+    if causal:
+        scores_all = scores_all.masked_fill(~torch.ones(T_q, T_k, dtype=torch.bool).tril(), -math.inf)
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    ell = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    O = torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+    for start in range(0, T_k, block_size):
+        scores = scores_all[..., start:start + block_size]                     # a slice of the full matrix
+        m_new = torch.maximum(m, scores.amax(-1))
+        weights = torch.exp(scores - m_new[..., None])
+        correction = torch.exp(m - m_new)
+        ell = ell * correction + weights.sum(-1)
+        O = O * correction[..., None] + weights @ V[..., start:start + block_size, :]
+        m = m_new
+    return O / ell[..., None], m + torch.log(ell)
+"""
+)
+
+TILED_FULL_CAUSAL_MASK = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k = Q.shape[-2], K.shape[-2]
+    allowed = torch.ones(T_q, T_k, dtype=torch.bool).tril()                    # (T_q, T_k), built once, sliced per block
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    ell = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    O = torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+    for start in range(0, T_k, block_size):
+        scores = Q @ K[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            scores = scores.masked_fill(~allowed[:, start:start + block_size], -math.inf)
+        m_new = torch.maximum(m, scores.amax(-1))
+        weights = torch.exp(scores - m_new[..., None])
+        correction = torch.exp(m - m_new)
+        ell = ell * correction + weights.sum(-1)
+        O = O * correction[..., None] + weights @ V[..., start:start + block_size, :]
+        m = m_new
+    return O / ell[..., None], m + torch.log(ell)
+"""
+)
+
+TILED_FLOAT64_NO_CAST = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    Q, K, V = Q.double(), K.double(), V.double()                               # more precision... and never cast back
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    ell = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    O = torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+    rows = torch.arange(T_q)[:, None]
+    for start in range(0, T_k, block_size):
+        scores = Q @ K[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            scores = scores.masked_fill(torch.arange(start, start + scores.shape[-1])[None, :] > rows, -math.inf)
+        m_new = torch.maximum(m, scores.amax(-1))
+        weights = torch.exp(scores - m_new[..., None])
+        correction = torch.exp(m - m_new)
+        ell = ell * correction + weights.sum(-1)
+        O = O * correction[..., None] + weights @ V[..., start:start + block_size, :]
+        m = m_new
+    return O / ell[..., None], m + torch.log(ell)
+"""
+)
+
+# valid: queries tiled too, two Python loops, blocks of block_size queries and keys
+TILED_QUERY_TILES = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    outputs, logsumexps = [], []
+    for q_start in range(0, T_q, block_size):
+        Q_i = Q[..., q_start:q_start + block_size, :]                           # (..., b_q, d_k)
+        rows = torch.arange(q_start, q_start + Q_i.shape[-2])[:, None]
+        m = torch.full(Q_i.shape[:-1], -math.inf, dtype=Q.dtype)
+        ell = torch.zeros(Q_i.shape[:-1], dtype=Q.dtype)
+        O_i = torch.zeros((*Q_i.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+        for k_start in range(0, T_k, block_size):
+            if causal and k_start > q_start + Q_i.shape[-2] - 1:
+                break                                                           # every key of this block is in the future
+            K_j, V_j = K[..., k_start:k_start + block_size, :], V[..., k_start:k_start + block_size, :]
+            scores = Q_i @ K_j.transpose(-2, -1) / math.sqrt(d_k)
+            if causal:
+                cols = torch.arange(k_start, k_start + K_j.shape[-2])[None, :]
+                scores = torch.where(cols <= rows, scores, torch.tensor(-math.inf, dtype=scores.dtype))
+            m_new = torch.maximum(m, scores.amax(-1))
+            weights = torch.exp(scores - m_new[..., None])
+            correction = torch.exp(m - m_new)
+            ell = ell * correction + weights.sum(-1)
+            O_i = O_i * correction[..., None] + weights @ V_j
+            m = m_new
+        outputs.append(O_i / ell[..., None])
+        logsumexps.append(m + torch.log(ell))
+    return torch.cat(outputs, dim=-2), torch.cat(logsumexps, dim=-1)
+"""
+)
+
+# valid: float64 inside, cast back at the end; running maximum started from the first block
+TILED_FLOAT64_INSIDE = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    dtype = Q.dtype
+    Q, K, V = Q.double(), K.double(), V.double()
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    rows = torch.arange(T_q)[:, None]
+    m = ell = O = None
+    for start in range(0, T_k, block_size):
+        scores = torch.einsum("...qd,...kd->...qk", Q, K[..., start:start + block_size, :]) / math.sqrt(Q.shape[-1])
+        if causal:
+            scores = scores.masked_fill(torch.arange(start, start + scores.shape[-1])[None, :] > rows, float("-inf"))
+        block_max = scores.amax(-1)
+        if m is None:
+            m, ell, O = block_max, torch.zeros_like(block_max), torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+        m_new = torch.maximum(m, block_max)
+        weights = (scores - m_new.unsqueeze(-1)).exp()
+        ell = ell * (m - m_new).exp() + weights.sum(-1)
+        O = O * (m - m_new).exp().unsqueeze(-1) + torch.einsum("...qk,...kv->...qv", weights, V[..., start:start + block_size, :])
+        m = m_new
+    return (O / ell.unsqueeze(-1)).to(dtype), (m + ell.log()).to(dtype)
+"""
+)
+
+# valid: blocks from torch.split, the running state as a list per block
+TILED_SPLIT = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q = Q.shape[-2]
+    m = Q.new_full(Q.shape[:-1], float("-inf"))
+    ell = Q.new_zeros(Q.shape[:-1])
+    O = Q.new_zeros((*Q.shape[:-1], V.shape[-1]))
+    start = 0
+    for K_j, V_j in zip(torch.split(K, block_size, dim=-2), torch.split(V, block_size, dim=-2)):
+        scores = Q.matmul(K_j.transpose(-1, -2)).div(math.sqrt(Q.shape[-1]))
+        if causal:
+            keys = torch.arange(start, start + K_j.shape[-2])
+            allowed = keys[None, :] <= torch.arange(T_q)[:, None]
+            scores = torch.where(allowed, scores, torch.full_like(scores, float("-inf")))
+        m_new = torch.maximum(m, scores.max(dim=-1).values)
+        weights = torch.exp(scores - m_new.unsqueeze(-1))
+        alpha = torch.exp(m - m_new)
+        ell = alpha * ell + weights.sum(dim=-1)
+        O = alpha.unsqueeze(-1) * O + weights.matmul(V_j)
+        m = m_new
+        start += K_j.shape[-2]
+    return O / ell.unsqueeze(-1), m + torch.log(ell)
+"""
+)
+
+_BACKWARD_SIGNATURE = '''def tiled_attention_backward(Q, K, V, O, L, dO, block_size, causal=False):
+    """Gradients of sum(O * dO) with respect to Q, K and V, block by block: (dQ, dK, dV)."""
+'''
+
+_BACKWARD_CHECKS = (
+    _TILED_CHECKS
+    + """    if O.shape != dO.shape or O.shape != (*Q.shape[:-1], V.shape[-1]) or L.shape != Q.shape[:-1]:
+        raise ValueError("O, L or dO do not fit Q and V")
+"""
+)
+
+BACKWARD_AUTOGRAD = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    with torch.enable_grad():                                                  # let autograd do it: it stores the T_q x T_k weights
+        Q_, K_, V_ = (t.detach().requires_grad_() for t in (Q, K, V))
+        scores = Q_ @ K_.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            T = Q.shape[-2]
+            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -math.inf)
+        (torch.softmax(scores, dim=-1) @ V_ * dO).sum().backward()
+    return Q_.grad, K_.grad, V_.grad
+"""
+)
+
+BACKWARD_FULL_MATRIX = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    scale = 1 / math.sqrt(Q.shape[-1])
+    scores = Q @ K.transpose(-2, -1) * scale                                   # (..., T_q, T_k) all at once
+    if causal:
+        T = Q.shape[-2]
+        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -math.inf)
+    A = torch.exp(scores - L[..., None])
+    dA = dO @ V.transpose(-2, -1)
+    dE = A * (dA - (dO * O).sum(-1, keepdim=True))
+    return dE @ K * scale, dE.transpose(-2, -1) @ Q * scale, A.transpose(-2, -1) @ dO
+"""
+)
+
+# valid: preallocated gradients written block by block, einsum, D from O
+BACKWARD_PREALLOCATED = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    scale = Q.shape[-1] ** -0.5
+    dQ, dK, dV = torch.zeros_like(Q), torch.zeros_like(K), torch.zeros_like(V)
+    D = torch.einsum("...qv,...qv->...q", dO, O)
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    for start in range(0, T_k, block_size):
+        stop = min(start + block_size, T_k)
+        K_j, V_j = K[..., start:stop, :], V[..., start:stop, :]
+        scores = torch.einsum("...qd,...kd->...qk", Q, K_j) * scale
+        if causal:
+            future = torch.arange(start, stop)[None, :] > torch.arange(T_q)[:, None]
+            scores = scores.masked_fill(future, float("-inf"))
+        A_j = torch.exp(scores - L.unsqueeze(-1))
+        dV[..., start:stop, :] = torch.einsum("...qk,...qv->...kv", A_j, dO)
+        dE = A_j * (torch.einsum("...qv,...kv->...qk", dO, V_j) - D.unsqueeze(-1))
+        dQ += torch.einsum("...qk,...kd->...qd", dE, K_j) * scale
+        dK[..., start:stop, :] = torch.einsum("...qk,...qd->...kd", dE, Q) * scale
+    return dQ, dK, dV
+"""
+)
+
+# valid: float64 inside, cast back
+BACKWARD_FLOAT64_INSIDE = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    dtype = Q.dtype
+    Q, K, V, O, L, dO = (t.double() for t in (Q, K, V, O, L, dO))
+    scale = 1 / math.sqrt(Q.shape[-1])
+    D = (dO * O).sum(-1, keepdim=True)
+    dQ = torch.zeros_like(Q)
+    dK, dV = [], []
+    rows = torch.arange(Q.shape[-2])[:, None]
+    for start in range(0, K.shape[-2], block_size):
+        K_j, V_j = K[..., start:start + block_size, :], V[..., start:start + block_size, :]
+        scores = Q @ K_j.transpose(-2, -1) * scale
+        if causal:
+            scores = torch.where(torch.arange(start, start + K_j.shape[-2])[None, :] <= rows, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+        A_j = (scores - L[..., None]).exp()
+        dV.append(A_j.transpose(-2, -1) @ dO)
+        dE = A_j * (dO @ V_j.transpose(-2, -1) - D)
+        dQ = dQ + dE @ K_j * scale
+        dK.append(dE.transpose(-2, -1) @ Q * scale)
+    return dQ.to(dtype), torch.cat(dK, -2).to(dtype), torch.cat(dV, -2).to(dtype)
+"""
+)
+
+_KV_HEADER = '''class KVCacheSelfAttention(nn.Module):
+    """Causal multi-head self-attention for decoding, with a key-value cache (see the statement)."""
+
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
+        self.in_proj_bias = nn.Parameter(torch.zeros(3 * embed_dim))
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        nn.init.xavier_uniform_(self.in_proj_weight)
+
+    def _check(self, x, cache):
+        B = x.shape[0]
+        if cache is not None:
+            for t in cache:
+                if t.dim() != 4 or t.shape[0] != B or t.shape[1] != self.num_heads or t.shape[3] != self.head_dim:
+                    raise ValueError(f"the cache's shape {tuple(t.shape)} does not match x {tuple(x.shape)}")
+'''
+
+# wrong: stores the inputs it has seen and re-projects them all at every step (right values in one
+# decoding run; the cost check sees products with T_past + 1 rows, and decoding two sequences in turns breaks it)
+KV_REPROJECTS_PREFIX = (
+    _KV_HEADER
+    + """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        if cache is None:
+            self._seen = x
+        else:
+            self._seen = torch.cat([self._seen, x], dim=1)                     # every token so far
+        T = self._seen.shape[1]
+        q, k, v = F.linear(self._seen, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)   # all T tokens, every step
+        split = lambda t: t.reshape(B, T, H, d_k).transpose(1, 2)  # noqa: E731
+        q, K, V = split(q)[:, :, T - T_new:], split(k), split(v)
+        scores = q @ K.transpose(-2, -1) / math.sqrt(d_k)
+        allowed = torch.arange(T)[None, :] <= torch.arange(T - T_new, T)[:, None]
+        out = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
+"""
+)
+
+# wrong: pads x with zeros to the full length to reuse the whole-sequence code path (stateless, right
+# values, but every step projects T_past + T_new rows: only the cost check sees it)
+KV_PADS_TO_FULL_LENGTH = (
+    _KV_HEADER
+    + """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        T_past = 0 if cache is None else cache[0].shape[2]
+        T = T_past + T_new
+        x_full = torch.cat([x.new_zeros(B, T_past, E), x], dim=1)              # (B, T, E): the same code as without a cache
+        q, k, v = F.linear(x_full, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        split = lambda t: t.reshape(B, T, H, d_k).transpose(1, 2)  # noqa: E731
+        q, k, v = split(q)[:, :, T_past:], split(k)[:, :, T_past:], split(v)[:, :, T_past:]
+        K = k if cache is None else torch.cat([cache[0], k], dim=2)
+        V = v if cache is None else torch.cat([cache[1], v], dim=2)
+        scores = q @ K.transpose(-2, -1) / math.sqrt(d_k)
+        allowed = torch.arange(T)[None, :] <= torch.arange(T_past, T)[:, None]
+        out = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
+"""
+)
+
+# wrong: keeps the cache in the module and ignores the one it is given
+KV_STATEFUL = (
+    _KV_HEADER
+    + """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        split = lambda t: t.reshape(B, T_new, H, d_k).transpose(1, 2)  # noqa: E731
+        q, k, v = split(q), split(k), split(v)
+        if cache is None:
+            self._K, self._V = k, v                                              # a fresh sequence
+        else:
+            self._K, self._V = torch.cat([self._K, k], dim=2), torch.cat([self._V, v], dim=2)
+        T = self._K.shape[2]
+        scores = q @ self._K.transpose(-2, -1) / math.sqrt(d_k)
+        allowed = torch.arange(T)[None, :] <= torch.arange(T - T_new, T)[:, None]
+        out = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ self._V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (self._K, self._V)
+"""
+)
+
+# wrong: the causal mask only when there is no cache (one token at a time is right, chunks are not)
+KV_MASK_ONLY_WITHOUT_CACHE = (
+    _KV_HEADER
+    + """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        split = lambda t: t.reshape(B, T_new, H, d_k).transpose(1, 2)  # noqa: E731
+        q, K, V = split(q), split(k), split(v)
+        if cache is not None:
+            K, V = torch.cat([cache[0], K], dim=2), torch.cat([cache[1], V], dim=2)
+        scores = q @ K.transpose(-2, -1) / math.sqrt(d_k)
+        if cache is None:
+            scores = scores.masked_fill(~torch.ones(T_new, T_new, dtype=torch.bool).tril(), -math.inf)
+        out = torch.softmax(scores, -1) @ V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
+"""
+)
+
+# valid: F.scaled_dot_product_attention with a boolean bottom-right mask (True = may attend), three F.linear
+KV_SDPA = (
+    _KV_HEADER
+    + """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        W_Q, W_K, W_V = self.in_proj_weight.chunk(3)
+        b_Q, b_K, b_V = self.in_proj_bias.chunk(3)
+        split = lambda t: t.view(B, T_new, H, d_k).transpose(1, 2)  # noqa: E731
+        q, k, v = split(F.linear(x, W_Q, b_Q)), split(F.linear(x, W_K, b_K)), split(F.linear(x, W_V, b_V))
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), 2), torch.cat((cache[1], v), 2)
+        T = k.shape[2]
+        mask = torch.ones(T_new, T, dtype=torch.bool).tril(diagonal=T - T_new)  # bottom-right
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (k, v)
+"""
+)
+
+# valid: einsum, an additive float mask
+KV_EINSUM = (
+    _KV_HEADER
+    + """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        qkv = torch.einsum("bte,fe->btf", x, self.in_proj_weight) + self.in_proj_bias
+        q, k, v = (t.reshape(B, T_new, H, d_k).permute(0, 2, 1, 3) for t in qkv.split(E, dim=-1))
+        T_past = 0 if cache is None else cache[0].shape[2]
+        K = k if cache is None else torch.cat([cache[0], k], dim=2)
+        V = v if cache is None else torch.cat([cache[1], v], dim=2)
+        bias = torch.zeros(T_new, T_past + T_new, dtype=x.dtype)
+        bias = bias.masked_fill(torch.arange(T_past + T_new)[None, :] > torch.arange(T_past, T_past + T_new)[:, None], float("-inf"))
+        weights = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, K) / d_k ** 0.5 + bias, dim=-1)
+        out = torch.einsum("bhqk,bhkd->bhqd", weights, V).permute(0, 2, 1, 3).reshape(B, T_new, E)
+        return self.out_proj(out), (K, V)
+"""
+)
+
+_ROTARY_SIGNATURE = '''def rotary_embedding(x, positions, base=10000.0):
+    """Rotary position embedding (Su et al., 2021), interleaved pairs: a tensor like x (..., T, d)."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"d must be even, got {x.shape[-1]}")
+    if positions.shape != (x.shape[-2],):
+        raise ValueError(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)}")
+'''
+
+ROTARY_HALVES = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    inv_freq = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions.double()[:, None] * inv_freq
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]                               # the two halves, as many libraries pair them
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+"""
+)
+
+# valid: complex numbers, a float32 table of angles (as most libraries compute it)
+ROTARY_COMPLEX = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2).float() / d))            # float32 table
+    angles = torch.outer(positions.float(), inv_freq)                           # (T, d/2)
+    rotation = torch.polar(torch.ones_like(angles), angles)                     # e^(i angle)
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(pairs * rotation).flatten(-2).to(x.dtype)
+"""
+)
+
+# valid: explicit loops over positions and pairs, math.cos
+ROTARY_LOOPS = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    y = x.clone()
+    for t, p in enumerate(positions.tolist()):
+        for i in range(d // 2):
+            angle = p * base ** (-2 * i / d)
+            c, s = math.cos(angle), math.sin(angle)
+            a, b = x[..., t, 2 * i], x[..., t, 2 * i + 1]
+            y[..., t, 2 * i] = a * c - b * s
+            y[..., t, 2 * i + 1] = a * s + b * c
+    return y
+"""
+)
+
+# valid: stack and flatten, float32 angles
+ROTARY_STACK = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = positions.to(torch.float32).unsqueeze(-1) * theta
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    even, odd = x[..., ::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+"""
+)
+
+WRONG = [
+    # Exercise 8.1
+    Variant(
+        "tiled_attention",
+        "builds the full score matrix, then slices it block by block (right values; the memory check sees it)",
+        source=TILED_FULL_THEN_SLICE,
+    ),
+    Variant(
+        "tiled_attention",
+        "builds the full (T_q, T_k) causal mask once, slices it per block (right values; the memory check sees it)",
+        source=TILED_FULL_CAUSAL_MASK,
+    ),
+    Variant(
+        "tiled_attention",
+        "exponentiates the raw scores, no running maximum (overflows at scores of 1e4)",
+        replace=[
+            ("weights = scores.sub_(m_new[..., None]).exp_()", "weights = scores.exp_()"),
+            ("correction = torch.exp(m - m_new)", "correction = torch.ones_like(m_new)"),
+            ("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], torch.log(ell)"),
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "forgets to rescale the running output when the maximum grows",
+        replace=[("O = O * correction[..., None] + weights @ V_j", "O = O + weights @ V_j")],
+    ),
+    Variant(
+        "tiled_attention",
+        "forgets to rescale the running normaliser when the maximum grows",
+        replace=[("ell = ell * correction + weights.sum(dim=-1)", "ell = ell + weights.sum(dim=-1)")],
+    ),
+    Variant(
+        "tiled_attention",
+        "causal mask with positions inside the block (0..b-1) instead of global key positions",
+        replace=[
+            (
+                "cols = torch.arange(start, start + K_j.shape[-2], device=Q.device)[None, :]",
+                "cols = torch.arange(K_j.shape[-2], device=Q.device)[None, :]",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "causal mask off by one (key j allowed iff j < i: query 0 sees nothing)",
+        replace=[
+            (
+                "scores.masked_fill_(cols > rows, -math.inf)",
+                "scores.masked_fill_(cols >= rows, -math.inf)",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "returns the running maximum as L instead of the logsumexp",
+        replace=[("return O / ell[..., None], m + torch.log(ell)", "return O / ell[..., None], m")],
+    ),
+    Variant(
+        "tiled_attention",
+        "scales the scores by 1/d_k instead of 1/sqrt(d_k)",
+        replace=[("scale = 1.0 / math.sqrt(d_k)", "scale = 1.0 / d_k")],
+    ),
+    Variant(
+        "tiled_attention",
+        "computes in float64 and never casts back (float32 in, float64 out)",
+        source=TILED_FLOAT64_NO_CAST,
+    ),
+    Variant(
+        "tiled_attention",
+        "no check of block_size (block_size 0 raises range()'s ValueError, which does not name the block size)",
+        replace=[
+            (
+                '    if block_size < 1:\n        raise ValueError(f"block_size must be at least 1, got {block_size}")\n',
+                "",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "no check that causal calls have T_q == T_k",
+        replace=[
+            (
+                '    if causal and Q.shape[-2] != K.shape[-2]:\n        raise ValueError(f"causal attention needs T_q == T_k, got T_q = {Q.shape[-2]}, T_k = {K.shape[-2]}")\n',
+                "",
+            )
+        ],
+    ),
+    # Exercise 8.2
+    Variant(
+        "tiled_attention_backward",
+        "leaves out D = rowsum(dO * O) (dE = A * dA)",
+        replace=[("d_scores = weights * (d_weights - D[..., None])", "d_scores = weights * d_weights")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "normalises each block's weights on their own (softmax within the block) instead of exp(E - L)",
+        replace=[("weights = torch.exp(scores - L[..., None])", "weights = torch.softmax(scores, dim=-1)")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "forgets the factor 1/sqrt(d_k) in dQ and dK",
+        replace=[
+            ("dQ = dQ + (d_scores @ K_j) * scale", "dQ = dQ + d_scores @ K_j"),
+            (
+                "dK_blocks.append((d_scores.transpose(-2, -1) @ Q) * scale)",
+                "dK_blocks.append(d_scores.transpose(-2, -1) @ Q)",
+            ),
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "forgets the causal mask in the backward pass",
+        replace=[("            scores = scores.masked_fill(cols > rows, -math.inf)\n", "")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "autograd through the whole formula (right gradients; the memory check sees the T_q x T_k weights)",
+        source=BACKWARD_AUTOGRAD,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "the gradient formulas on the full score matrix (right gradients; the memory check sees it)",
+        source=BACKWARD_FULL_MATRIX,
+    ),
+    # Exercise 8.3
+    Variant(
+        "KVCacheSelfAttention",
+        "causal mask aligned top-left with a cache (new token t sees keys 0..t)",
+        replace=[
+            (
+                "new_positions = torch.arange(T_past, T_past + T_new, device=x.device)[:, None]",
+                "new_positions = torch.arange(T_new, device=x.device)[:, None]",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "masks only when there is no cache (one token at a time is right, chunks are not)",
+        source=KV_MASK_ONLY_WITHOUT_CACHE,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "keeps the cache in the module between calls and ignores the one it is given",
+        source=KV_STATEFUL,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "stores the inputs and re-projects the whole prefix at every step",
+        source=KV_REPROJECTS_PREFIX,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "pads x with zeros to the full length to reuse the whole-sequence path (right values; the cost check sees it)",
+        source=KV_PADS_TO_FULL_LENGTH,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "projects without the bias",
+        replace=[("F.linear(x, self.in_proj_weight, self.in_proj_bias)", "F.linear(x, self.in_proj_weight)")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "scales the scores by sqrt(d_model) instead of sqrt(d_k)",
+        replace=[
+            (
+                "scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)",
+                "scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(self.embed_dim)",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "splits heads with a reshape to (B, n_heads, T, d_k) instead of reshape then transpose",
+        replace=[("return t.reshape(B, T_new, H, d_k).transpose(1, 2)", "return t.reshape(B, H, T_new, d_k)")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "no check that the cache matches x (torch.cat's RuntimeError instead of a ValueError)",
+        replace=[
+            (
+                '                    raise ValueError(f"cached {name} must have shape (B, n_heads, T_past, d_k) = ({B}, {H}, T_past, {d_k}) "\n'
+                '                                     f"to match x {tuple(x.shape)}, got {tuple(t.shape)}")\n',
+                "                    pass\n",
+            )
+        ],
+    ),
+    # Exercise 8.4
+    Variant(
+        "rotary_embedding", "pairs the two halves (x_i, x_{i+d/2}) instead of interleaved pairs", source=ROTARY_HALVES
+    ),
+    Variant(
+        "rotary_embedding",
+        "the sine's sign swapped (rotates by -angle)",
+        replace=[
+            ("y[..., 0::2] = x_even * cos - x_odd * sin", "y[..., 0::2] = x_even * cos + x_odd * sin"),
+            ("y[..., 1::2] = x_even * sin + x_odd * cos", "y[..., 1::2] = -x_even * sin + x_odd * cos"),
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "angle p * base^(-i/d) with i the pair's index (frequencies fall half as fast)",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = base ** (-torch.arange(0, d // 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "cos and sin swapped",
+        replace=[
+            (
+                "cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)",
+                "cos, sin = torch.sin(angles).to(x.dtype), torch.cos(angles).to(x.dtype)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "ignores `positions` and uses 0 .. T-1",
+        replace=[
+            (
+                "angles = positions.to(x.device, table)[:, None] * frequencies",
+                "angles = torch.arange(x.shape[-2], device=x.device, dtype=table)[:, None] * frequencies",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "writes the result into x itself (the odd entries then use the rotated even ones)",
+        replace=[("y = torch.empty_like(x)", "y = x")],
+    ),
+]
+
+VALID = [
+    Variant(
+        "tiled_attention",
+        "queries tiled too (two loops), future blocks skipped, torch.where for the mask",
+        source=TILED_QUERY_TILES,
+    ),
+    Variant(
+        "tiled_attention",
+        "float64 inside and cast back, einsum, running maximum started from the first block",
+        source=TILED_FLOAT64_INSIDE,
+    ),
+    Variant("tiled_attention", "blocks from torch.split, torch.where with a full-like -inf block", source=TILED_SPLIT),
+    Variant(
+        "tiled_attention",
+        "no in-place operations (new tensors for the scaled, masked and exponentiated block)",
+        replace=[
+            ("scores = (Q @ K_j.transpose(-2, -1)).mul_(scale)", "scores = (Q @ K_j.transpose(-2, -1)) * scale"),
+            ("scores.masked_fill_(cols > rows, -math.inf)", "scores = scores.masked_fill(cols > rows, -math.inf)"),
+            ("weights = scores.sub_(m_new[..., None]).exp_()", "weights = torch.exp(scores - m_new[..., None])"),
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "einsum for both products",
+        replace=[
+            (
+                "scores = (Q @ K_j.transpose(-2, -1)).mul_(scale)",
+                'scores = torch.einsum("...qd,...kd->...qk", Q, K_j).mul_(scale)',
+            ),
+            (
+                "O = O * correction[..., None] + weights @ V_j",
+                'O = O * correction[..., None] + torch.einsum("...qk,...kv->...qv", weights, V_j)',
+            ),
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "gradients preallocated and written block by block, einsum",
+        source=BACKWARD_PREALLOCATED,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "float64 inside and cast back, torch.where for the mask",
+        source=BACKWARD_FLOAT64_INSIDE,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "F.scaled_dot_product_attention with a boolean bottom-right mask, three F.linear",
+        source=KV_SDPA,
+    ),
+    Variant("KVCacheSelfAttention", "einsum and an additive float mask", source=KV_EINSUM),
+    Variant("rotary_embedding", "complex numbers with a float32 table of angles", source=ROTARY_COMPLEX),
+    Variant("rotary_embedding", "loops over positions and pairs with math.cos", source=ROTARY_LOOPS),
+    Variant("rotary_embedding", "stack and flatten, float32 angles", source=ROTARY_STACK),
+]
