@@ -67,11 +67,14 @@ def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int)
 
 
 @torch.no_grad()
-def evaluate(model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 250, decode=None) -> dict:
+def evaluate(
+    model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 250, decode=None, max_train_len=None
+) -> dict:
     """Greedy translations of ``pairs`` scored by source length (in words, without EOS):
     exact-match accuracy and BLEU per length bin, and overall. ``decode(model, src, lengths, max_len)``
     returns the greedy tokens ``(B, L)``; :func:`fast_greedy` by default (another model family, e.g. the
-    Transformer, passes its own: :func:`transformer_greedy`)."""
+    Transformer, passes its own: :func:`transformer_greedy`). With ``max_train_len``, also ``in_length`` and
+    ``beyond_training``: count, exact match and BLEU of the sentences of at most / more than that many words."""
     order = length_bucketed_batches([len(s) for s, _ in encoded_pairs], batch_size, shuffle=False)
     hypotheses = [None] * len(pairs)
     for indices in order:
@@ -82,17 +85,29 @@ def evaluate(model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 2
             hypotheses[i] = tgt_vocab.decode(tokens[row].tolist())
     references = [french.split() for _, french in pairs]
     lengths = [len(english.split()) for english, _ in pairs]
+
+    def scores(chosen):
+        return {
+            "count": len(chosen),
+            "exact_match": sum(hypotheses[i] == references[i] for i in chosen) / len(chosen),
+            "bleu": corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
+        }
+
     table = {}
     for low, high in LENGTH_BINS:
         chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
         if chosen:
-            table[f"{low}-{high}"] = {
-                "count": len(chosen),
-                "exact_match": sum(hypotheses[i] == references[i] for i in chosen) / len(chosen),
-                "bleu": corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
-            }
+            table[f"{low}-{high}"] = scores(chosen)
+    split = {}
+    if max_train_len is not None:
+        for name, chosen in [
+            ("in_length", [i for i, n in enumerate(lengths) if n <= max_train_len]),
+            ("beyond_training", [i for i, n in enumerate(lengths) if n > max_train_len]),
+        ]:
+            split[name] = scores(chosen) if chosen else {"count": 0, "exact_match": None, "bleu": None}
     return {
         "by_length": table,
+        **split,
         "exact_match": sum(h == r for h, r in zip(hypotheses, references)) / len(references),
         "bleu": corpus_bleu(hypotheses, references),
         "examples": [

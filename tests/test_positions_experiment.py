@@ -1,0 +1,256 @@
+"""experiments.positions: chapter 07's Transformer with rotary and ALiBi positions (chapter 08's experiment).
+
+What the models do, checked against independent oracles: the position-aware self-attention with no positions
+gives ``nn.MultiheadAttention``'s numbers; rotary scores depend only on the offset between query and key, and the
+rotation is the reference's ``rotary_embedding``, called on every self-attention's queries and keys; ALiBi's bias
+has the paper's slopes, sign and causal part; without positions the encoder cannot tell word order, with them it
+can; the three models start from the same weights. A tiny run (``slow``: it trains, seconds) writes the layout of
+FORMATS.md section 4, and the shipped file is what its command writes, on chapter 07's data, and supports the
+claims chapter 08 makes from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attention_course import assets
+from attention_course.data import EOS_ID, PAD_ID
+from experiments import data, positions, transformer
+
+TINY = positions.CONFIGS["tiny"]
+
+
+def attention(kind: str, causal: bool = False, embed_dim: int = 16, num_heads: int = 4, seed: int = 0):
+    """A PositionalSelfAttention with ``kind`` positions and the parameters of a seeded nn.MultiheadAttention
+    (returned too)."""
+    torch.manual_seed(seed)
+    reference = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+    module = positions.PositionalSelfAttention(embed_dim, num_heads, kind, causal)
+    module.load_state_dict(reference.state_dict())
+    return module, reference
+
+
+@pytest.mark.parametrize("masks", ["padding", "causal", "none"])
+def test_self_attention_without_positions_is_torch_multihead_attention(masks):
+    module, reference = attention("none")
+    x = torch.randn(3, 7, 16)
+    padding = torch.zeros(3, 7, dtype=torch.bool)
+    padding[1, 4:] = True  # PyTorch's convention: True = may not attend
+    options = {
+        "padding": {"key_padding_mask": padding},
+        "causal": {"attn_mask": torch.ones(7, 7, dtype=torch.bool).triu(1)},
+        "none": {},
+    }[masks]
+    expected, expected_weights = reference(x, x, x, **options)
+    got, weights = module(x, x, x, **options)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["rotary", "alibi"])
+def test_scores_depend_only_on_the_offset_between_query_and_key(kind):
+    """The same tokens moved s positions later (after s other tokens) get the same scores among themselves:
+    score(q at p, k at p') = score(q at p + s, k at p' + s)."""
+    module, _ = attention(kind, causal=kind == "alibi")
+    x = torch.randn(2, 9, 16)
+    for shift in (1, 5, 30):
+        shifted = torch.cat([torch.randn(2, shift, 16), x], dim=1)
+        scores, _ = module.scores_and_values(x)
+        moved, _ = module.scores_and_values(shifted)
+        torch.testing.assert_close(moved[..., shift:, shift:], scores, atol=1e-4, rtol=1e-4)
+    # ... and they do depend on the offset: the same two tokens further apart score differently
+    pair = torch.randn(1, 2, 16)
+    near = module.scores_and_values(pair)[0][..., 1, 0]
+    far = module.scores_and_values(torch.cat([pair[:, :1], torch.randn(1, 6, 16), pair[:, 1:]], 1))[0][..., 7, 0]
+    assert (near - far).abs().max() > 1e-3, f"{kind}: a key 7 positions back scores as one 1 position back"
+
+
+def test_rotary_scores_are_the_rotated_queries_and_keys():
+    """An independent oracle: each pair (x[2i], x[2i+1]) as the complex number x[2i] + i x[2i+1], multiplied by
+    e^(i p theta_i) with theta_i = base^(-2i/d); the score of head h is Re(sum q conj(k)) / sqrt(d_k)."""
+    module, reference = attention("rotary", embed_dim=16, num_heads=2)
+    x = torch.randn(1, 6, 16, dtype=torch.float64)
+    module, reference = module.double(), reference.double()
+    q, k, _ = nn.functional.linear(x, reference.in_proj_weight, reference.in_proj_bias).chunk(3, dim=-1)
+    d_k = 8
+    theta = 10000.0 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k / 2,)
+    turn = torch.polar(torch.ones(6, d_k // 2, dtype=torch.float64), torch.arange(6.0)[:, None] * theta)  # (T, d/2)
+    for h in range(2):
+        qc = torch.view_as_complex(q[0, :, h * d_k : (h + 1) * d_k].reshape(6, d_k // 2, 2).contiguous()) * turn
+        kc = torch.view_as_complex(k[0, :, h * d_k : (h + 1) * d_k].reshape(6, d_k // 2, 2).contiguous()) * turn
+        expected = (qc @ kc.conj().T).real / math.sqrt(d_k)  # (T, T)
+        torch.testing.assert_close(module.scores_and_values(x)[0][0, h], expected)
+
+
+def test_the_rotary_model_rotates_with_the_reference_function(monkeypatch):
+    """Every self-attention (encoder and decoder layers) rotates its queries and keys with the rotary_embedding
+    the module names, at positions 0 .. T - 1; cross-attention does not; the rotation changes the output."""
+    torch.manual_seed(0)
+    model = positions.build("rotary", TINY, 20, 17).eval()
+    assert positions.position_settings(TINY, 10000.0)["rotary"]["function"] == positions.ROTARY_FUNCTION
+    calls = []
+    real = positions.rotary_embedding
+
+    def spy(x, where, base):
+        calls.append((tuple(x.shape), where.tolist(), base))
+        return real(x, where, base)
+
+    src = torch.tensor([[5, 6, 7, 8, EOS_ID], [9, 4, EOS_ID, PAD_ID, PAD_ID]])
+    tgt_in = torch.tensor([[1, 5, 6], [1, 7, PAD_ID]])
+    monkeypatch.setattr(positions, "rotary_embedding", spy)
+    with torch.no_grad():
+        rotated = model(src, torch.tensor([5, 3]), tgt_in)
+    heads, d_k = TINY.n_heads, TINY.d_model // TINY.n_heads
+    expected = [((2, heads, 5, d_k), list(range(5)), 10000.0)] * 2 * TINY.n_layers  # encoder: queries, keys
+    expected += [((2, heads, 3, d_k), list(range(3)), 10000.0)] * 2 * TINY.n_layers  # decoder
+    assert calls == expected, f"rotary_embedding calls (shape, positions, base): {calls}"
+    monkeypatch.setattr(positions, "rotary_embedding", lambda x, where, base: x)
+    with torch.no_grad():
+        unrotated = model(src, torch.tensor([5, 3]), tgt_in)
+    assert (rotated - unrotated).abs().max() > 1e-3, "the rotation does not change the model's output"
+
+
+def test_alibi_bias_is_the_papers():
+    """Press et al. (2022): slopes 2^-1 ... 2^-8 for 8 heads, 2^-0.5 ... 2^-8 for 16; for 6 heads those of 4
+    heads, then 2^-1 and 2^-3; the bias of query i on key j is -m (i - j), keys after the query masked."""
+    torch.testing.assert_close(positions.alibi_slopes(8), torch.tensor([2.0**-h for h in range(1, 9)]))
+    torch.testing.assert_close(positions.alibi_slopes(16), torch.tensor([2.0 ** (-h / 2) for h in range(1, 17)]))
+    torch.testing.assert_close(positions.alibi_slopes(4), torch.tensor([1 / 4, 1 / 16, 1 / 64, 1 / 256]))
+    torch.testing.assert_close(
+        positions.alibi_slopes(6), torch.tensor([2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8, 0.5, 0.125])
+    )
+    inf = float("inf")
+    causal = positions.alibi_bias(4, torch.tensor([0.5]), causal=True)
+    expected = torch.tensor(
+        [[0, -inf, -inf, -inf], [-0.5, 0, -inf, -inf], [-1.0, -0.5, 0, -inf], [-1.5, -1.0, -0.5, 0]]
+    )
+    torch.testing.assert_close(causal, expected[None])
+    both_ways = positions.alibi_bias(3, torch.tensor([0.25, 1.0]), causal=False)
+    torch.testing.assert_close(both_ways[1], torch.tensor([[0.0, -1, -2], [-1, 0, -1], [-2, -1, 0]]))
+    torch.testing.assert_close(both_ways[0], both_ways[1] / 4)
+    # in the attention: the scores without positions plus this bias
+    module, _ = attention("alibi", causal=True)
+    plain, _ = attention("none", causal=True)
+    x = torch.randn(2, 5, 16)
+    expected_scores = plain.scores_and_values(x)[0] + positions.alibi_bias(5, positions.alibi_slopes(4), True)
+    torch.testing.assert_close(module.scores_and_values(x)[0], expected_scores)
+
+
+def encodings(model, words):
+    """The encoder's output (T, d_model) for the source ``words`` (ids) followed by EOS, as in the data."""
+    src = torch.tensor([[*words, EOS_ID]])
+    with torch.no_grad():
+        return model.encode(src, torch.tensor([src.shape[1]]))[0][0]
+
+
+@pytest.mark.parametrize("kind", ["sinusoidal", "rotary", "alibi"])
+def test_the_encoder_tells_word_order_only_with_positions(kind):
+    """Self-attention without positions is permutation-equivariant (chapter 07): reversing the words reverses
+    the encoder's output. Each model's position handling breaks that; with it switched off the model is blind."""
+    torch.manual_seed(0)
+    model = positions.build(kind, TINY, 20, 17).eval()
+    words = [5, 6, 7, 8, 9, 10]
+    memory, reversed_memory = encodings(model, words), encodings(model, words[::-1])
+    assert (reversed_memory[:-1].flip(0) - memory[:-1]).abs().max() > 1e-3, f"{kind}: the encoder ignores order"
+    if kind != "sinusoidal":  # the same model with its positions switched off
+        for layer in model.encoder_layers:
+            layer.self_attn.positions = "none"
+        memory, reversed_memory = encodings(model, words), encodings(model, words[::-1])
+        torch.testing.assert_close(reversed_memory[:-1].flip(0), memory[:-1], atol=1e-5, rtol=1e-5)
+
+
+def test_alibi_encoder_tells_a_sentence_from_its_mirror_image_only_by_its_eos():
+    """The encoder's bias -m |i - j| is the same read backwards: reversing the whole input (EOS included)
+    reverses the output exactly. Only the EOS token, always last, tells the ALiBi encoder left from right."""
+    torch.manual_seed(0)
+    model = positions.build("alibi", TINY, 20, 17).eval()
+    src = torch.tensor([[5, 6, 7, 8, 9, EOS_ID]])
+    with torch.no_grad():
+        memory, _ = model.encode(src, torch.tensor([6]))
+        mirrored, _ = model.encode(src.flip(1), torch.tensor([6]))
+    torch.testing.assert_close(mirrored.flip(1), memory, atol=1e-5, rtol=1e-5)
+
+
+def test_the_three_models_start_from_the_same_weights():
+    """Same seed, same parameters (names, shapes, values): only the position handling differs."""
+    states = {}
+    for kind in positions.MODELS:
+        torch.manual_seed(0)
+        states[kind] = positions.build(kind, TINY, 20, 17).state_dict()
+    for kind in ("rotary", "alibi"):
+        assert list(states[kind]) == list(states["sinusoidal"]), kind
+        for name, value in states[kind].items():
+            assert torch.equal(value, states["sinusoidal"][name]), f"{kind}: {name} starts elsewhere"
+    assert type(positions.build("sinusoidal", TINY, 20, 17)) is transformer.build("transformer", TINY, 20, 17).__class__
+
+
+def test_long_validation_sentences_are_neither_training_nor_test_sentences():
+    _, _, splits, _ = data.load_data(TINY, max_train_len=TINY.max_train_len)
+    long = splits["valid_long"]
+    assert long and all(len(english.split()) > TINY.max_train_len for english, _ in long)
+    others = {english for name in ("train", "valid", "test") for english, _ in splits[name]}
+    assert not others & {english for english, _ in long}
+
+
+REQUIRED = ("label", "by_length", "exact_match", "bleu", "parameters", "train_seconds", "target_tokens_per_second")
+
+
+def check_layout(results: dict, config) -> None:
+    """FORMATS.md section 4, and what every figure means."""
+    for key in ("config", "device", "threads", "precision", "torch", "load_average_at_start", "data", "bins"):
+        assert key in results, f"no {key!r} at the top of the results"
+    assert results["config"] == dataclasses.asdict(config)
+    assert list(results["models"]) == list(positions.MODELS)
+    assert results["bins"] == results["data"]["length_bins"]
+    for kind, model in results["models"].items():
+        assert all(key in model for key in REQUIRED), (kind, sorted(model))
+        assert set(model["by_length"]) <= set(results["bins"]), kind
+        assert sum(row["count"] for row in model["by_length"].values()) == results["data"]["test_pairs"], kind
+        assert model["in_length"]["count"] + model["beyond_training"]["count"] == results["data"]["test_pairs"]
+        assert (model["exact_match"], model["bleu"]) == (model["in_length"]["exact_match"], model["in_length"]["bleu"])
+        assert model["long_validation"]["count"] == results["data"]["long_valid_pairs"], kind
+        assert model["steps"] == config.steps, f"{kind}: {model['steps']} updates, not {config.steps}"
+        for row in [*model["by_length"].values(), model["in_length"], model["beyond_training"]]:
+            assert 0.0 <= row["exact_match"] <= 1.0 and 0.0 <= row["bleu"] <= 100.0, (kind, row)
+    parameters = {model["parameters"] for model in results["models"].values()}
+    assert len(parameters) == 1, f"the position handling must add no parameters: {parameters}"
+
+
+@pytest.mark.slow
+def test_tiny_run_writes_the_results_layout(tmp_path):
+    results = positions.run_positions("tiny", out=tmp_path, device="cpu", show_progress=False, log=lambda _: None)
+    written = json.loads((tmp_path / positions.RESULTS_FILE).read_text())
+    assert written == json.loads(json.dumps(results)), "the file holds what run_positions returned"
+    check_layout(written, TINY)
+    assert written["threads"] == 1 and written["made_by"] == "python -m experiments.positions --config tiny"
+    # a run of one model keeps the others' results
+    again = positions.run_positions(
+        "tiny", out=tmp_path, device="cpu", models=("alibi",), show_progress=False, log=lambda _: None
+    )
+    merged = json.loads((tmp_path / positions.RESULTS_FILE).read_text())
+    assert merged["models"]["alibi"] == json.loads(json.dumps(again["models"]["alibi"]))
+    assert merged["models"]["rotary"] == written["models"]["rotary"]
+
+
+def test_shipped_results_are_what_their_command_writes_on_chapter_07s_data():
+    shipped = json.loads(assets.path(positions.RESULTS_FILE).read_text())
+    chapter07 = json.loads(assets.path(transformer.RESULTS_FILE).read_text())
+    name = shipped["config"]["name"]
+    assert shipped["made_by"].startswith(f"python -m experiments.positions --config {name}")
+    check_layout(shipped, positions.CONFIGS[name])
+    assert shipped["config"] == chapter07["config"], "chapter 07's configuration (data, sizes, updates, seed)"
+    assert shipped["data"] == {**chapter07["data"], "long_valid_pairs": shipped["data"]["long_valid_pairs"]}
+    assert shipped["positions"] == positions.position_settings(
+        positions.CONFIGS[name], shipped["positions"]["rotary"]["base"]
+    )
+    beyond = [b for b in shipped["bins"] if int(b.split("-")[0]) > shipped["config"]["max_train_len"]]
+    for kind, model in shipped["models"].items():
+        counts = {b: row["count"] for b, row in model["by_length"].items()}
+        assert counts == {b: row["count"] for b, row in chapter07["models"]["transformer"]["by_length"].items()}
+        assert all(counts[b] >= 100 for b in beyond), f"{kind}: too few test sentences beyond the training lengths"
