@@ -70,11 +70,12 @@ def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int)
 def evaluate(
     model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 250, decode=None, max_train_len=None
 ) -> dict:
-    """Greedy translations of ``pairs`` scored by source length (in words, without EOS):
-    exact-match accuracy and BLEU per length bin, and overall. ``decode(model, src, lengths, max_len)``
-    returns the greedy tokens ``(B, L)``; :func:`fast_greedy` by default (another model family, e.g. the
-    Transformer, passes its own: :func:`transformer_greedy`). With ``max_train_len``, also ``in_length`` and
-    ``beyond_training``: count, exact match and BLEU of the sentences of at most / more than that many words."""
+    """Greedy translations of ``pairs`` scored by source length (in words, without EOS): exact-match accuracy,
+    BLEU and length ratio (words produced per reference word) per length bin, and overall.
+    ``decode(model, src, lengths, max_len)`` returns the greedy tokens ``(B, L)``; :func:`fast_greedy` by default
+    (another model family, e.g. the Transformer, passes its own: :func:`transformer_greedy`). With
+    ``max_train_len``, also ``in_length`` and ``beyond_training``: the same figures for the sentences of at most
+    / more than that many words."""
     order = length_bucketed_batches([len(s) for s, _ in encoded_pairs], batch_size, shuffle=False)
     hypotheses = [None] * len(pairs)
     for indices in order:
@@ -91,6 +92,8 @@ def evaluate(
             "count": len(chosen),
             "exact_match": sum(hypotheses[i] == references[i] for i in chosen) / len(chosen),
             "bleu": corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
+            # words produced per reference word: below 1, the translations stop too early
+            "length_ratio": sum(len(hypotheses[i]) for i in chosen) / sum(len(references[i]) for i in chosen),
         }
 
     table = {}
@@ -104,7 +107,7 @@ def evaluate(
             ("in_length", [i for i, n in enumerate(lengths) if n <= max_train_len]),
             ("beyond_training", [i for i, n in enumerate(lengths) if n > max_train_len]),
         ]:
-            split[name] = scores(chosen) if chosen else {"count": 0, "exact_match": None, "bleu": None}
+            split[name] = scores(chosen) if chosen else {"count": 0}
     return {
         "by_length": table,
         **split,
