@@ -49,6 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.reference import ch08_attention_at_scale as ch08
 from autograder.reference.ch05_gpu_training import pick_device
 from autograder.reference.ch07_transformer import TransformerTranslator
 from experiments import transformer
@@ -61,20 +62,7 @@ LABELS = {"sinusoidal": "Sinusoidal (chapter 07)", "rotary": "Rotary", "alibi": 
 CONFIGS = transformer.CONFIGS  # chapter 07's configurations: the same data, sizes, updates and seed
 
 
-def _rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotary positions (Su et al., 2021), chapter 08's contract, until its reference module is in this branch:
-    ``x`` (..., T, d), ``positions`` (T,); each pair (x[..., 2i], x[..., 2i + 1]) at position p rotated by the
-    angle p * base^(-2i / d). Returns a tensor like ``x``."""
-    d = x.shape[-1]
-    frequencies = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)  # (d / 2,)
-    angles = positions.to(torch.float32)[:, None] * frequencies  # (T, d / 2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., T, d / 2)
-    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
-
-
-rotary_embedding = _rotary_embedding
-ROTARY_FUNCTION = "experiments.positions._rotary_embedding"  # where the rotary model's rotary_embedding comes from
+ROTARY_FUNCTION = "autograder.reference.ch08_attention_at_scale.rotary_embedding"  # chapter 08's reference
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
@@ -110,7 +98,7 @@ class PositionalSelfAttention(nn.MultiheadAttention):
     ``positions``:
 
     - ``"rotary"``: each head's queries and keys rotated by their positions 0 .. T - 1 with
-      ``rotary_embedding(., positions, rotary_base)`` before the scaled dot products;
+      chapter 08's ``rotary_embedding(., positions, rotary_base)`` (its reference) before the scaled dot products;
     - ``"alibi"``: :func:`alibi_bias` added to the scaled scores (``causal`` for the decoder);
     - ``"none"``: neither (the same numbers as ``nn.MultiheadAttention``; for the tests).
 
@@ -135,8 +123,8 @@ class PositionalSelfAttention(nn.MultiheadAttention):
         q, k, v = qkv.view(B, T, 3, H, d_k).permute(2, 0, 3, 1, 4)  # each (B, H, T, d_k)
         if self.positions == "rotary":
             positions = torch.arange(T, device=x.device)
-            q = rotary_embedding(q, positions, self.rotary_base)  # (B, H, T, d_k)
-            k = rotary_embedding(k, positions, self.rotary_base)
+            q = ch08.rotary_embedding(q, positions, self.rotary_base)  # (B, H, T, d_k)
+            k = ch08.rotary_embedding(k, positions, self.rotary_base)
         scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, H, T, T)
         if self.positions == "alibi":
             slopes = alibi_slopes(H).to(x.device, scores.dtype)

@@ -21,6 +21,7 @@ from torch import nn
 
 from attention_course import assets
 from attention_course.data import EOS_ID, PAD_ID
+from autograder.reference import ch08_attention_at_scale as ch08
 from experiments import data, positions, transformer
 
 TINY = positions.CONFIGS["tiny"]
@@ -89,13 +90,14 @@ def test_rotary_scores_are_the_rotated_queries_and_keys():
 
 
 def test_the_rotary_model_rotates_with_the_reference_function(monkeypatch):
-    """Every self-attention (encoder and decoder layers) rotates its queries and keys with the rotary_embedding
-    the module names, at positions 0 .. T - 1; cross-attention does not; the rotation changes the output."""
+    """Every self-attention (encoder and decoder layers) rotates its queries and keys with chapter 08's reference
+    rotary_embedding, at positions 0 .. T - 1; cross-attention does not; the rotation changes the output."""
     torch.manual_seed(0)
     model = positions.build("rotary", TINY, 20, 17).eval()
+    assert positions.ROTARY_FUNCTION == f"{ch08.rotary_embedding.__module__}.{ch08.rotary_embedding.__name__}"
     assert positions.position_settings(TINY, 10000.0)["rotary"]["function"] == positions.ROTARY_FUNCTION
     calls = []
-    real = positions.rotary_embedding
+    real = ch08.rotary_embedding
 
     def spy(x, where, base):
         calls.append((tuple(x.shape), where.tolist(), base))
@@ -103,14 +105,14 @@ def test_the_rotary_model_rotates_with_the_reference_function(monkeypatch):
 
     src = torch.tensor([[5, 6, 7, 8, EOS_ID], [9, 4, EOS_ID, PAD_ID, PAD_ID]])
     tgt_in = torch.tensor([[1, 5, 6], [1, 7, PAD_ID]])
-    monkeypatch.setattr(positions, "rotary_embedding", spy)
+    monkeypatch.setattr(ch08, "rotary_embedding", spy)
     with torch.no_grad():
         rotated = model(src, torch.tensor([5, 3]), tgt_in)
     heads, d_k = TINY.n_heads, TINY.d_model // TINY.n_heads
     expected = [((2, heads, 5, d_k), list(range(5)), 10000.0)] * 2 * TINY.n_layers  # encoder: queries, keys
     expected += [((2, heads, 3, d_k), list(range(3)), 10000.0)] * 2 * TINY.n_layers  # decoder
     assert calls == expected, f"rotary_embedding calls (shape, positions, base): {calls}"
-    monkeypatch.setattr(positions, "rotary_embedding", lambda x, where, base: x)
+    monkeypatch.setattr(ch08, "rotary_embedding", lambda x, where, base: x)
     with torch.no_grad():
         unrotated = model(src, torch.tensor([5, 3]), tgt_in)
     assert (rotated - unrotated).abs().max() > 1e-3, "the rotation does not change the model's output"
