@@ -22,7 +22,7 @@ from torch import nn
 from attention_course import assets
 from attention_course.data import EOS_ID, PAD_ID
 from autograder.reference import ch08_attention_at_scale as ch08
-from experiments import data, positions, transformer
+from experiments import data, evaluation, positions, transformer
 
 TINY = positions.CONFIGS["tiny"]
 
@@ -192,6 +192,23 @@ def test_the_three_models_start_from_the_same_weights():
     assert type(positions.build("sinusoidal", TINY, 20, 17)) is transformer.build("transformer", TINY, 20, 17).__class__
 
 
+def test_greedy_decoding_told_the_length_never_stops_before_it():
+    """The oracle-length diagnosis: EOS is forbidden before each row's min_len; a min_len of 0 changes nothing."""
+    torch.manual_seed(0)
+    model = positions.build("rotary", TINY, 20, 17).eval()
+    with torch.no_grad():
+        model.out.bias[EOS_ID] = 20.0  # an untrained model that wants to stop at once
+    src, lengths = torch.tensor([[5, 6, 7, 8, EOS_ID], [9, 4, EOS_ID, PAD_ID, PAD_ID]]), torch.tensor([5, 3])
+    plain = evaluation.transformer_greedy(model, src, lengths, max_len=9)
+    assert plain[:, 0].tolist() == [EOS_ID, EOS_ID]
+    torch.testing.assert_close(
+        evaluation.transformer_greedy(model, src, lengths, 9, min_len=torch.tensor([0, 0])), plain
+    )
+    told = evaluation.transformer_greedy(model, src, lengths, max_len=9, min_len=torch.tensor([4, 2])).tolist()
+    assert EOS_ID not in told[0][:4] and told[0][4] == EOS_ID, told[0]
+    assert EOS_ID not in told[1][:2] and told[1][2] == EOS_ID, told[1]
+
+
 def test_long_validation_sentences_are_neither_training_nor_test_sentences():
     _, _, splits, _ = data.load_data(TINY, max_train_len=TINY.max_train_len)
     long = splits["valid_long"]
@@ -218,6 +235,7 @@ def check_layout(results: dict, config) -> None:
         assert (model["exact_match"], model["bleu"]) == (model["in_length"]["exact_match"], model["in_length"]["bleu"])
         assert model["long_validation"]["count"] == results["data"]["long_valid_pairs"], kind
         assert model["steps"] == config.steps, f"{kind}: {model['steps']} updates, not {config.steps}"
+        assert set(model["oracle_length"]["by_length"]) == set(model["by_length"]), kind
         for row in [*model["by_length"].values(), model["in_length"], model["beyond_training"]]:
             assert 0.0 <= row["exact_match"] <= 1.0 and 0.0 <= row["bleu"] <= 100.0, (kind, row)
     parameters = {model["parameters"] for model in results["models"].values()}
