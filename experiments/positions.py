@@ -61,6 +61,7 @@ from experiments.evaluation import LENGTH_BINS, evaluate, transformer_greedy
 RESULTS_FILE = "positions_results.json"
 MODELS = ("sinusoidal", "rotary", "alibi")
 LABELS = {"sinusoidal": "Sinusoidal (chapter 07)", "rotary": "Rotary", "alibi": "ALiBi"}
+ROTARY_BASE = 10000.0  # the model "rotary"; another --rotary-base gives the model "rotary_base<base>"
 CONFIGS = transformer.CONFIGS  # chapter 07's configurations: the same data, sizes, updates and seed
 
 
@@ -185,7 +186,7 @@ class PositionalTranslator(TransformerTranslator):
         return self.dropout(embedding(tokens) * math.sqrt(self.embed_dim))
 
 
-def build(kind: str, config, src_vocab_size: int, tgt_vocab_size: int, rotary_base: float = 10000.0) -> nn.Module:
+def build(kind: str, config, src_vocab_size: int, tgt_vocab_size: int, rotary_base: float = ROTARY_BASE) -> nn.Module:
     """A freshly initialised model: ``sinusoidal`` is chapter 07's (``experiments.transformer.build``),
     ``rotary`` and ``alibi`` a :class:`PositionalTranslator` of the same sizes."""
     if kind == "sinusoidal":
@@ -204,13 +205,27 @@ def build(kind: str, config, src_vocab_size: int, tgt_vocab_size: int, rotary_ba
     )
 
 
-def position_settings(config, rotary_base: float) -> dict:
+def model_key(kind: str, rotary_base: float = ROTARY_BASE) -> str:
+    """The results file's name for a model: ``kind``, or ``rotary_base<base>`` for a rotary model with a base
+    other than :data:`ROTARY_BASE`."""
+    return f"rotary_base{rotary_base:g}" if kind == "rotary" and rotary_base != ROTARY_BASE else kind
+
+
+def command(config_name: str, kind: str | None = None, rotary_base: float = ROTARY_BASE) -> str:
+    """The command line that trains ``kind`` (every model of :data:`MODELS` when None)."""
+    words = ["python -m experiments.positions --config", config_name]
+    words += ["--model", kind] if kind is not None else []
+    words += ["--rotary-base", f"{rotary_base:g}"] if rotary_base != ROTARY_BASE else []
+    return " ".join(words)
+
+
+def position_settings(config) -> dict:
     """What each model does with positions (the results file's ``positions``)."""
     return {
         "sinusoidal": "chapter 07's: sinusoidal_positions(T, d_model) added to the scaled embeddings",
         "rotary": {
             "function": ROTARY_FUNCTION,
-            "base": rotary_base,
+            "base": f"{ROTARY_BASE:g} for the model 'rotary', <base> for a model 'rotary_base<base>' (rotary_base)",
             "applied_to": "queries and keys of every head of every self-attention (encoder and decoder)",
             "head_dim": config.d_model // config.n_heads,
         },
@@ -239,7 +254,7 @@ def run_positions(
     models=MODELS,
     max_seconds: float | None = None,
     threads: int | None = 1,
-    rotary_base: float = 10000.0,
+    rotary_base: float = ROTARY_BASE,
     show_progress: bool = True,
     log=print,
 ) -> dict:
@@ -258,15 +273,15 @@ def run_positions(
         splits,
         description="chapter 08: chapter 07's Transformer retrained on the same data with sinusoidal, rotary and "
         "ALiBi positions (same configuration, seed, batches, updates and evaluation)",
-        made_by=f"python -m experiments.positions --config {config_name}"
-        + (f" --rotary-base {rotary_base:g}" if rotary_base != 10000.0 else ""),
+        made_by=command(config_name, None if tuple(models) == MODELS else ",".join(models), rotary_base),
     )
     results["data"]["long_valid_pairs"] = len(splits["valid_long"])
     del results["models"]  # after the bins and the position settings
-    results.update(
-        bins=[f"{low}-{high}" for low, high in LENGTH_BINS], positions=position_settings(config, rotary_base), models={}
-    )
+    results.update(bins=[f"{low}-{high}" for low, high in LENGTH_BINS], positions=position_settings(config), models={})
     for kind in models:
+        key = model_key(kind, rotary_base)
+        label = LABELS[kind] if key == kind else f"{LABELS[kind]} (base {rotary_base:g})"
+        load_at_start = os.getloadavg()[0]
         model, history, figures = transformer.train_model(
             lambda kind=kind: build(kind, config, *encoded["vocab_sizes"], rotary_base=rotary_base),
             config,
@@ -274,13 +289,13 @@ def run_positions(
             device,
             peak_lr=config.lr_transformer,
             name=kind,
-            label=LABELS[kind],
+            label=label,
             max_seconds=max_seconds,
             show_progress=show_progress,
             log=log,
         )
         entry = transformer.measure(
-            model, LABELS[kind], history, figures, splits["test"], encoded["test"], tgt_vocab, device,
+            model, label, history, figures, splits["test"], encoded["test"], tgt_vocab, device,
             decode=transformer_greedy, log=log, max_train_len=config.max_train_len,
         )  # fmt: skip
         long_validation = evaluate(
@@ -292,6 +307,11 @@ def run_positions(
             max_train_len=config.max_train_len, oracle_length=True,
         )  # fmt: skip
         entry.update(
+            positions=kind,
+            **({"rotary_base": rotary_base} if kind == "rotary" else {}),
+            command=command(config_name, kind, rotary_base if kind == "rotary" else ROTARY_BASE),
+            load_average_at_start=load_at_start,  # the 1-minute load average when its training began
+            load_average_at_end=os.getloadavg()[0],
             oracle_length={
                 "by_length": oracle["by_length"],
                 "in_length": oracle["in_length"],
@@ -303,9 +323,9 @@ def run_positions(
             bleu=entry["in_length"]["bleu"],
             long_validation=scores_of(long_validation),
         )
-        results["models"][kind] = entry
+        results["models"][key] = entry
         log(
-            f"{kind}: in-length exact match {entry['exact_match']:.3f}; longer than any training sentence: "
+            f"{key}: in-length exact match {entry['exact_match']:.3f}; longer than any training sentence: "
             f"{entry['long_validation']['exact_match']:.3f} (validation), {entry['beyond_training']['exact_match']:.3f}"
             f" (test), {entry['oracle_length']['beyond_training']['exact_match']:.3f} (test, told the length)"
         )
@@ -313,7 +333,7 @@ def run_positions(
     results["total_seconds"] = time.perf_counter() - started
     results["load_average_at_end"] = os.getloadavg()[0]
     if out is not None:
-        transformer.write_results(results, out, RESULTS_FILE, MODELS, same=("config", "positions"), log=log)
+        transformer.write_results(results, out, RESULTS_FILE, MODELS, same=("config", "positions", "bins"), log=log)
     return results
 
 
@@ -321,7 +341,10 @@ def main(argv=None) -> int:
     parser = make_parser("python -m experiments.positions", __doc__)
     parser.add_argument("--config", choices=sorted(CONFIGS), default="medium")
     parser.add_argument("--model", choices=["all", *MODELS], default="all")
-    parser.add_argument("--rotary-base", type=float, default=10000.0, help="the rotary model's base (default 10000)")
+    parser.add_argument(
+        "--rotary-base", type=float, default=ROTARY_BASE, help="the rotary model's base (default 10000); another base "
+        "is stored as the model rotary_base<base>, beside the others",
+    )  # fmt: skip
     add_run_arguments(parser)
     parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads (default 1, as chapter 07's run)")
     parser.add_argument("--out", type=Path, default=ASSETS, help="where positions_results.json goes")

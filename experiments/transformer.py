@@ -216,7 +216,8 @@ def measure(
 
 def write_results(results: dict, out: Path, file_name: str, kinds, same=("config",), log=print) -> Path:
     """Write ``results`` to ``out/file_name``. A file already there made with the same values of ``same``
-    (the configuration) keeps its other models' results (a run of one model), in the order of ``kinds``."""
+    (the configuration) keeps its other models' results (a run of one model): those of ``kinds`` first, in that
+    order, then any others."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / file_name
@@ -224,7 +225,8 @@ def write_results(results: dict, out: Path, file_name: str, kinds, same=("config
         previous = json.loads(path.read_text())
         if all(previous.get(key) == results[key] for key in same):
             merged = {**previous["models"], **results["models"]}
-            results["models"] = {kind: merged[kind] for kind in kinds if kind in merged}
+            order = [kind for kind in kinds if kind in merged] + [kind for kind in merged if kind not in kinds]
+            results["models"] = {kind: merged[kind] for kind in order}
     path.write_text(json.dumps(results, indent=1) + "\n")
     log(f"wrote {path}")
     return path

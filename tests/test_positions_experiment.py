@@ -95,7 +95,7 @@ def test_the_rotary_model_rotates_with_the_reference_function(monkeypatch):
     torch.manual_seed(0)
     model = positions.build("rotary", TINY, 20, 17).eval()
     assert positions.ROTARY_FUNCTION == f"{ch08.rotary_embedding.__module__}.{ch08.rotary_embedding.__name__}"
-    assert positions.position_settings(TINY, 10000.0)["rotary"]["function"] == positions.ROTARY_FUNCTION
+    assert positions.position_settings(TINY)["rotary"]["function"] == positions.ROTARY_FUNCTION
     calls = []
     real = ch08.rotary_embedding
 
@@ -225,10 +225,14 @@ def check_layout(results: dict, config) -> None:
     for key in ("config", "device", "threads", "precision", "torch", "load_average_at_start", "data", "bins"):
         assert key in results, f"no {key!r} at the top of the results"
     assert results["config"] == dataclasses.asdict(config)
-    assert list(results["models"]) == list(positions.MODELS)
+    assert results["positions"] == positions.position_settings(config)
+    assert list(results["models"])[:3] == list(positions.MODELS)
     assert results["bins"] == results["data"]["length_bins"]
     for kind, model in results["models"].items():
         assert all(key in model for key in REQUIRED), (kind, sorted(model))
+        base = model.get("rotary_base", positions.ROTARY_BASE)
+        assert kind == positions.model_key(model["positions"], base), (kind, model["positions"], base)
+        assert model["command"] == positions.command(config.name, model["positions"], base), kind
         assert set(model["by_length"]) <= set(results["bins"]), kind
         assert sum(row["count"] for row in model["by_length"].values()) == results["data"]["test_pairs"], kind
         assert model["in_length"]["count"] + model["beyond_training"]["count"] == results["data"]["test_pairs"]
@@ -249,13 +253,16 @@ def test_tiny_run_writes_the_results_layout(tmp_path):
     assert written == json.loads(json.dumps(results)), "the file holds what run_positions returned"
     check_layout(written, TINY)
     assert written["threads"] == 1 and written["made_by"] == "python -m experiments.positions --config tiny"
-    # a run of one model keeps the others' results
+    # a run of one model keeps the others' results; another base is one more model
     again = positions.run_positions(
-        "tiny", out=tmp_path, device="cpu", models=("alibi",), show_progress=False, log=lambda _: None
+        "tiny", out=tmp_path, models=("rotary",), rotary_base=100, show_progress=False, log=lambda _: None
     )
     merged = json.loads((tmp_path / positions.RESULTS_FILE).read_text())
-    assert merged["models"]["alibi"] == json.loads(json.dumps(again["models"]["alibi"]))
+    assert list(merged["models"]) == [*positions.MODELS, "rotary_base100"]
+    assert merged["models"]["rotary_base100"] == json.loads(json.dumps(again["models"]["rotary_base100"]))
+    assert merged["models"]["rotary_base100"]["command"].endswith("--model rotary --rotary-base 100")
     assert merged["models"]["rotary"] == written["models"]["rotary"]
+    check_layout(merged, TINY)
 
 
 def test_shipped_results_are_what_their_command_writes_on_chapter_07s_data():
@@ -266,9 +273,6 @@ def test_shipped_results_are_what_their_command_writes_on_chapter_07s_data():
     check_layout(shipped, positions.CONFIGS[name])
     assert shipped["config"] == chapter07["config"], "chapter 07's configuration (data, sizes, updates, seed)"
     assert shipped["data"] == {**chapter07["data"], "long_valid_pairs": shipped["data"]["long_valid_pairs"]}
-    assert shipped["positions"] == positions.position_settings(
-        positions.CONFIGS[name], shipped["positions"]["rotary"]["base"]
-    )
     beyond = [b for b in shipped["bins"] if int(b.split("-")[0]) > shipped["config"]["max_train_len"]]
     for kind, model in shipped["models"].items():
         counts = {b: row["count"] for b, row in model["by_length"].items()}
