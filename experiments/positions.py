@@ -26,7 +26,8 @@ weights.
 Training uses only sentences of at most ``max_train_len`` source words (20 for ``medium``), the test split keeps
 every length up to 40. The results file ``attention_course/assets/positions_results.json`` (``--out``) holds,
 per model, exact match and BLEU by source length on the test split, the same figures on the in-length
-(``exact_match``, ``bleu``, ``in_length``) and the longer test sentences (``beyond_training``) and on the
+(``exact_match``, ``bleu``, ``in_length``: FORMATS.md section 4; ``transformer_results.json``'s ``exact_match`` and
+``bleu`` are over every length, here ``all_lengths``) and the longer test sentences (``beyond_training``) and on the
 validation sentences longer than the training ones (``long_validation``: the only long sentences any choice
 between variants may look at; the test split is for reporting), the length ratio (words produced per reference
 word) of each bin, the same test figures when the decoder may not stop before the reference's length
@@ -34,9 +35,12 @@ word) of each bin, the same test figures when the decoder may not stop before th
 could reach alone), and the training time and throughput. Chapter 08 plots it.
 
 Times (one thread, the default; ``--threads`` changes it): ``--config tiny`` a few seconds; ``--config medium``
-about 1.5 minutes of training and half a minute of evaluation per model on a quiet 2-core CPU.
-``--model rotary`` (etc.) trains one model and keeps the others' results already in the file (same
-configuration and position settings).
+about 70 CPU seconds of training per model, then its evaluation (the test split twice, once told the lengths, and
+the long validation sentences). The shipped run of the three models took 20 minutes of wall time at a load
+average of 7 to 10 on the 2-core machine (the file records the load around every model's training).
+``--model rotary`` (etc.) trains one model and keeps the others' results already in the file (same configuration);
+``--model rotary --rotary-base 1000`` adds the model ``rotary_base1000``. The shipped file also holds bases 100,
+1000 and 100000 (``command`` in each model's entry), trained before the three models' run.
 """
 
 from __future__ import annotations

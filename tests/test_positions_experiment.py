@@ -269,12 +269,58 @@ def test_shipped_results_are_what_their_command_writes_on_chapter_07s_data():
     shipped = json.loads(assets.path(positions.RESULTS_FILE).read_text())
     chapter07 = json.loads(assets.path(transformer.RESULTS_FILE).read_text())
     name = shipped["config"]["name"]
-    assert shipped["made_by"].startswith(f"python -m experiments.positions --config {name}")
+    assert shipped["made_by"] == positions.command(name), "the last run must be the one of the three models"
     check_layout(shipped, positions.CONFIGS[name])
     assert shipped["config"] == chapter07["config"], "chapter 07's configuration (data, sizes, updates, seed)"
     assert shipped["data"] == {**chapter07["data"], "long_valid_pairs": shipped["data"]["long_valid_pairs"]}
+    assert shipped["models"]["rotary"]["rotary_base"] == positions.ROTARY_BASE
+    assert shipped["positions"]["rotary"]["function"] == "autograder.reference.ch08_attention_at_scale.rotary_embedding"
     beyond = [b for b in shipped["bins"] if int(b.split("-")[0]) > shipped["config"]["max_train_len"]]
     for kind, model in shipped["models"].items():
         counts = {b: row["count"] for b, row in model["by_length"].items()}
         assert counts == {b: row["count"] for b, row in chapter07["models"]["transformer"]["by_length"].items()}
         assert all(counts[b] >= 100 for b in beyond), f"{kind}: too few test sentences beyond the training lengths"
+
+
+def test_shipped_results_support_chapter_08s_reading_of_them():
+    """The sentences of chapter 08's section on this experiment, each checked here against the shipped files
+    (if a rerun changes one, the prose must change with it)."""
+    shipped = json.loads(assets.path(positions.RESULTS_FILE).read_text())
+    models = shipped["models"]
+    chapter07 = json.loads(assets.path(transformer.RESULTS_FILE).read_text())["models"]
+    sinusoidal, rotary, alibi = (models[kind] for kind in positions.MODELS)
+    bins = shipped["bins"]
+    # the sinusoidal model retrained here shows chapter 07's curve (not bit for bit: another machine's arithmetic)
+    for b in bins:
+        ours, theirs = sinusoidal["by_length"][b], chapter07["transformer"]["by_length"][b]
+        assert abs(ours["exact_match"] - theirs["exact_match"]) <= 0.02, b
+        assert abs(ours["bleu"] - theirs["bleu"]) <= 5, b
+    # within the training lengths rotary positions cost nothing; ALiBi costs a few points
+    assert abs(rotary["exact_match"] - sinusoidal["exact_match"]) <= 0.01
+    assert sinusoidal["exact_match"] - alibi["exact_match"] >= 0.02
+    # just beyond them rotary positions help (21-25 words), further out no Transformer translates a sentence
+    assert rotary["by_length"]["21-25"]["exact_match"] >= 2 * sinusoidal["by_length"]["21-25"]["exact_match"]
+    assert rotary["beyond_training"]["exact_match"] > alibi["beyond_training"]["exact_match"]
+    assert alibi["beyond_training"]["exact_match"] > sinusoidal["beyond_training"]["exact_match"]
+    for model in models.values():
+        assert model["by_length"]["26-30"]["exact_match"] < 0.10 and model["by_length"]["31-40"]["exact_match"] == 0
+    # the RNN with attention of chapter 07 stays ahead of every Transformer beyond the training lengths
+    for b in ("21-25", "26-30", "31-40"):
+        best = max(model["by_length"][b]["exact_match"] for model in models.values())
+        assert chapter07["rnn_attention"]["by_length"][b]["exact_match"] > best, b
+    # two ways to fail: the sinusoidal model runs on, the rotary one stops early
+    for b in ("21-25", "26-30", "31-40"):
+        assert sinusoidal["by_length"][b]["length_ratio"] > 1.2, b
+    for b in ("26-30", "31-40"):
+        assert rotary["by_length"][b]["length_ratio"] < 0.85, b
+    # telling the decoder the length does not rescue any model: it is not (only) the decision to stop
+    for kind, model in models.items():
+        told = model["oracle_length"]["beyond_training"]["exact_match"]
+        assert told - model["beyond_training"]["exact_match"] <= 0.02, kind
+    # the base chosen on the long validation sentences (never the test split) is 1000; it helps, and still fails
+    rotaries = {kind: model for kind, model in models.items() if model["positions"] == "rotary"}
+    assert len(rotaries) == 4
+    chosen = max(rotaries, key=lambda kind: rotaries[kind]["long_validation"]["exact_match"])
+    assert chosen == "rotary_base1000"
+    assert rotaries[chosen]["beyond_training"]["exact_match"] > rotary["beyond_training"]["exact_match"]
+    assert rotaries[chosen]["by_length"]["31-40"]["exact_match"] == 0
