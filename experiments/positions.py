@@ -331,7 +331,8 @@ def run_positions(
         log(
             f"{key}: in-length exact match {entry['exact_match']:.3f}; longer than any training sentence: "
             f"{entry['long_validation']['exact_match']:.3f} (validation), {entry['beyond_training']['exact_match']:.3f}"
-            f" (test), {entry['oracle_length']['beyond_training']['exact_match']:.3f} (test, told the length)"
+            f" (test), {entry['oracle_length']['beyond_training']['exact_match']:.3f} (test, no end before the "
+            "reference's length)"
         )
         del model
     results["total_seconds"] = time.perf_counter() - started

@@ -295,6 +295,10 @@ def test_shipped_results_support_chapter_08s_reading_of_them():
         ours, theirs = sinusoidal["by_length"][b], chapter07["transformer"]["by_length"][b]
         assert abs(ours["exact_match"] - theirs["exact_match"]) <= 0.02, b
         assert abs(ours["bleu"] - theirs["bleu"]) <= 5, b
+    ours, theirs = sinusoidal["history"], chapter07["transformer"]["history"]
+    assert ours["step"][0] == theirs["step"][0], "the first validation point"
+    first, other = ours["train_loss"][0], theirs["train_loss"][0]  # the mean loss of the first updates
+    assert int(first * 1e4) == int(other * 1e4) and int(first * 1e5) != int(other * 1e5), "parts in the 5th decimal"
     # within the training lengths rotary positions cost nothing; ALiBi costs a few points
     assert abs(rotary["exact_match"] - sinusoidal["exact_match"]) <= 0.01
     assert sinusoidal["exact_match"] - alibi["exact_match"] >= 0.02
