@@ -39,12 +39,12 @@ def tiled_attention(Q, K, V, block_size, causal=False):
     for start in range(0, T_k, block_size):
         K_j = K[..., start:start + block_size, :]                             # (..., b, d_k)
         V_j = V[..., start:start + block_size, :]                             # (..., b, d_v)
-        scores = (Q @ K_j.transpose(-2, -1)) * scale                          # (..., T_q, b)
+        scores = (Q @ K_j.transpose(-2, -1)).mul_(scale)                      # (..., T_q, b), the step's one block
         if causal:
             cols = torch.arange(start, start + K_j.shape[-2], device=Q.device)[None, :]  # (1, b) key positions
-            scores = scores.masked_fill(cols > rows, -math.inf)
+            scores.masked_fill_(cols > rows, -math.inf)
         m_new = torch.maximum(m, scores.amax(dim=-1))                         # (..., T_q)
-        weights = torch.exp(scores - m_new[..., None])                        # (..., T_q, b), entries in [0, 1]
+        weights = scores.sub_(m_new[..., None]).exp_()                        # in place: entries in [0, 1]
         correction = torch.exp(m - m_new)                                     # (..., T_q); 0 on the first block
         ell = ell * correction + weights.sum(dim=-1)
         O = O * correction[..., None] + weights @ V_j
