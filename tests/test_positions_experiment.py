@@ -253,16 +253,24 @@ def test_tiny_run_writes_the_results_layout(tmp_path):
     assert written == json.loads(json.dumps(results)), "the file holds what run_positions returned"
     check_layout(written, TINY)
     assert written["threads"] == 1 and written["made_by"] == "python -m experiments.positions --config tiny"
-    # a run of one model keeps the others' results; another base is one more model
-    again = positions.run_positions(
-        "tiny", out=tmp_path, models=("rotary",), rotary_base=100, show_progress=False, log=lambda _: None
-    )
-    merged = json.loads((tmp_path / positions.RESULTS_FILE).read_text())
-    assert list(merged["models"]) == [*positions.MODELS, "rotary_base100"]
-    assert merged["models"]["rotary_base100"] == json.loads(json.dumps(again["models"]["rotary_base100"]))
-    assert merged["models"]["rotary_base100"]["command"].endswith("--model rotary --rotary-base 100")
-    assert merged["models"]["rotary"] == written["models"]["rotary"]
-    check_layout(merged, TINY)
+
+
+def test_a_run_of_one_model_keeps_the_others_and_another_base_is_one_more_model(tmp_path):
+    """write_results (what run_positions calls) on a file of the same configuration: the new model is added or
+    replaced, the others stay, the program's three first; a file of another configuration is replaced."""
+    head = {"config": {"name": "tiny"}, "positions": {"rotary": "..."}, "bins": ["1-5"]}
+    first = {**head, "models": {kind: {"label": kind} for kind in positions.MODELS}}
+    transformer.write_results(first, tmp_path, positions.RESULTS_FILE, positions.MODELS, same=("config", "positions"))
+    assert positions.model_key("rotary", 100.0) == "rotary_base100" and positions.model_key("alibi", 100.0) == "alibi"
+    assert positions.command("medium", "rotary", 100.0).endswith("--config medium --model rotary --rotary-base 100")
+    one = {**head, "models": {"rotary_base100": {"label": "new"}}}
+    transformer.write_results(one, tmp_path, positions.RESULTS_FILE, positions.MODELS, same=("config", "positions"))
+    written = json.loads((tmp_path / positions.RESULTS_FILE).read_text())
+    assert written["models"] == {**first["models"], "rotary_base100": {"label": "new"}}
+    assert list(written["models"]) == [*positions.MODELS, "rotary_base100"]
+    other = {**head, "config": {"name": "medium"}, "models": {"alibi": {"label": "alone"}}}
+    transformer.write_results(other, tmp_path, positions.RESULTS_FILE, positions.MODELS, same=("config", "positions"))
+    assert json.loads((tmp_path / positions.RESULTS_FILE).read_text())["models"] == {"alibi": {"label": "alone"}}
 
 
 def test_shipped_results_are_what_their_command_writes_on_chapter_07s_data():
