@@ -17,7 +17,9 @@ from autograder.reference.ch05_gpu_training import length_bucketed_batches
 def load_data(config, max_train_len: int | None = None):
     """The splits drawn with ``config``'s ``num_train``, ``num_valid``, ``num_test`` and ``seed``, as text and
     encoded. With ``max_train_len``, the training and validation splits keep only the sentences of at most that
-    many source words (the test split keeps every length).
+    many source words (the test split keeps every length), and the validation sentences the cap drops become a
+    fourth split, ``valid_long``: longer than any training sentence, in neither the training nor the test split
+    (``experiments.positions`` chooses among its variants on it, never on the test split).
 
     Returns ``(src_vocab, tgt_vocab, splits, encoded)``: ``splits[name]`` lists ``(english, french)`` pairs,
     ``encoded[name]`` the same pairs as ``(source ids, target ids)`` (both ending with EOS), and
@@ -27,9 +29,12 @@ def load_data(config, max_train_len: int | None = None):
     encoded = {name: encode_pairs(pairs, src_vocab, tgt_vocab) for name, pairs in splits.items()}
     if max_train_len is not None:
         for name in ("train", "valid"):
-            keep = [i for i, (english, _) in enumerate(splits[name]) if len(english.split()) <= max_train_len]
-            splits[name] = [splits[name][i] for i in keep]
-            encoded[name] = [encoded[name][i] for i in keep]
+            keep = [len(english.split()) <= max_train_len for english, _ in splits[name]]
+            if name == "valid":
+                splits["valid_long"] = [pair for pair, short in zip(splits[name], keep) if not short]
+                encoded["valid_long"] = [pair for pair, short in zip(encoded[name], keep) if not short]
+            splits[name] = [pair for pair, short in zip(splits[name], keep) if short]
+            encoded[name] = [pair for pair, short in zip(encoded[name], keep) if short]
     encoded["vocab_sizes"] = (len(src_vocab), len(tgt_vocab))
     return src_vocab, tgt_vocab, splits, encoded
 

@@ -49,15 +49,19 @@ def fast_greedy(model: Seq2Seq, src, lengths, max_len: int):
 
 
 @torch.no_grad()
-def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int):
+def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int, min_len=None):
     """Greedy decoding: encode once, then at every step run the decoder on the prefix so far and take the
-    most likely next token. Returns ``(B, L)`` long, PAD after each row's first EOS."""
+    most likely next token. Returns ``(B, L)`` long, PAD after each row's first EOS. With ``min_len`` ``(B,)``,
+    EOS is not allowed before each row's ``min_len`` words (an oracle for the decision to stop)."""
     model.eval()
     memory, src_mask = model.encode(src, lengths)
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)
+    for step in range(max_len):
+        logits = model.decode(ys, memory, src_mask)[:, -1]  # (B, n_vocab)
+        if min_len is not None:
+            logits[:, EOS_ID] = logits[:, EOS_ID].masked_fill(step < min_len.to(src.device), float("-inf"))
+        next_token = logits.argmax(-1)
         next_token = torch.where(done, torch.full_like(next_token, PAD_ID), next_token)
         ys = torch.cat([ys, next_token[:, None]], dim=1)
         done |= next_token == EOS_ID
@@ -67,32 +71,61 @@ def transformer_greedy(model: TransformerTranslator, src, lengths, max_len: int)
 
 
 @torch.no_grad()
-def evaluate(model, pairs, encoded_pairs, tgt_vocab, device, batch_size: int = 250, decode=None) -> dict:
-    """Greedy translations of ``pairs`` scored by source length (in words, without EOS):
-    exact-match accuracy and BLEU per length bin, and overall. ``decode(model, src, lengths, max_len)``
-    returns the greedy tokens ``(B, L)``; :func:`fast_greedy` by default (another model family, e.g. the
-    Transformer, passes its own: :func:`transformer_greedy`)."""
+def evaluate(
+    model,
+    pairs,
+    encoded_pairs,
+    tgt_vocab,
+    device,
+    batch_size: int = 250,
+    decode=None,
+    max_train_len=None,
+    oracle_length: bool = False,
+) -> dict:
+    """Greedy translations of ``pairs`` scored by source length (in words, without EOS): exact-match accuracy,
+    BLEU and length ratio (words produced per reference word) per length bin, and overall.
+    ``decode(model, src, lengths, max_len)`` returns the greedy tokens ``(B, L)``; :func:`fast_greedy` by default
+    (another model family, e.g. the Transformer, passes its own: :func:`transformer_greedy`). With
+    ``max_train_len``, also ``in_length`` and ``beyond_training``: the same figures for the sentences of at most
+    / more than that many words. With ``oracle_length``, ``decode`` is given ``min_len``, each reference's length
+    (:func:`transformer_greedy` then forbids EOS before it): how well the model translates when it need not
+    decide when to stop."""
     order = length_bucketed_batches([len(s) for s, _ in encoded_pairs], batch_size, shuffle=False)
     hypotheses = [None] * len(pairs)
     for indices in order:
         batch = make_batch([encoded_pairs[i] for i in indices])
         max_len = int(batch["tgt_out"].shape[1]) + 10
-        tokens = (decode or fast_greedy)(model, batch["src"].to(device), batch["lengths"], max_len=max_len)
+        options = {"min_len": (batch["tgt_out"] != PAD_ID).sum(1) - 1} if oracle_length else {}  # words, no EOS
+        tokens = (decode or fast_greedy)(model, batch["src"].to(device), batch["lengths"], max_len=max_len, **options)
         for row, i in enumerate(indices):
             hypotheses[i] = tgt_vocab.decode(tokens[row].tolist())
     references = [french.split() for _, french in pairs]
     lengths = [len(english.split()) for english, _ in pairs]
+
+    def scores(chosen):
+        return {
+            "count": len(chosen),
+            "exact_match": sum(hypotheses[i] == references[i] for i in chosen) / len(chosen),
+            "bleu": corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
+            # words produced per reference word: below 1, the translations stop too early
+            "length_ratio": sum(len(hypotheses[i]) for i in chosen) / sum(len(references[i]) for i in chosen),
+        }
+
     table = {}
     for low, high in LENGTH_BINS:
         chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
         if chosen:
-            table[f"{low}-{high}"] = {
-                "count": len(chosen),
-                "exact_match": sum(hypotheses[i] == references[i] for i in chosen) / len(chosen),
-                "bleu": corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
-            }
+            table[f"{low}-{high}"] = scores(chosen)
+    split = {}
+    if max_train_len is not None:
+        for name, chosen in [
+            ("in_length", [i for i, n in enumerate(lengths) if n <= max_train_len]),
+            ("beyond_training", [i for i, n in enumerate(lengths) if n > max_train_len]),
+        ]:
+            split[name] = scores(chosen) if chosen else {"count": 0}
     return {
         "by_length": table,
+        **split,
         "exact_match": sum(h == r for h, r in zip(hypotheses, references)) / len(references),
         "bleu": corpus_bleu(hypotheses, references),
         "examples": [

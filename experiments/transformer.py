@@ -106,22 +106,51 @@ def build(kind: str, config: Config, src_vocab_size: int, tgt_vocab_size: int) -
 
 
 def train(kind: str, config: Config, encoded, device, max_seconds=None, show_progress=True, log=print):
-    """Train one model for ``config.steps`` steps on :func:`experiments.training.batch_schedule`'s batches (the
-    same for both models), its learning rate warmed up over ``config.warmup`` steps, then decayed to 10 %;
-    returns ``(model, history, figures)`` where ``figures`` holds the timing (training seconds without
-    validation, steps, target tokens per second)."""
+    """Train one model (``transformer`` or ``rnn_attention``) with :func:`train_model`, at its own peak learning
+    rate; returns ``(model, history, figures)``."""
+    return train_model(
+        lambda: build(kind, config, *encoded["vocab_sizes"]),
+        config,
+        encoded,
+        device,
+        peak_lr=config.lr_transformer if kind == "transformer" else config.lr_rnn,
+        name=kind,
+        label=LABELS[kind],
+        max_seconds=max_seconds,
+        show_progress=show_progress,
+        log=log,
+    )
+
+
+def train_model(
+    make_model,
+    config: Config,
+    encoded,
+    device,
+    peak_lr: float,
+    name: str,
+    label: str,
+    max_seconds=None,
+    show_progress=True,
+    log=print,
+):
+    """Seed with ``config.seed``, build ``make_model()`` and train it for ``config.steps`` steps on
+    :func:`experiments.training.batch_schedule`'s batches (the same for every model of a configuration), its
+    learning rate warmed up over ``config.warmup`` steps to ``peak_lr``, then decayed to 10 %; returns
+    ``(model, history, figures)`` where ``figures`` holds the timing (training seconds without validation,
+    steps, target tokens per second). ``experiments.positions`` trains its Transformers with it too."""
     seed_everything(config.seed)
-    model = build(kind, config, *encoded["vocab_sizes"]).to(device)
+    model = make_model().to(device)
     batches = batch_schedule([len(s) for s, _ in encoded["train"]], config.steps, config.batch_size, config.seed)
     history, figures = train_steps(
         model,
         batches,
         encoded,
         device,
-        peak_lr=config.lr_transformer if kind == "transformer" else config.lr_rnn,
+        peak_lr=peak_lr,
         warmup=config.warmup,
-        name=kind,
-        label=LABELS[kind],
+        name=name,
+        label=label,
         max_seconds=max_seconds if max_seconds is not None else config.max_seconds,
         show_progress=show_progress,
         log=log,
@@ -182,6 +211,90 @@ def attention_maps(kind: str, model: torch.nn.Module, pairs, src_vocab, tgt_voca
     return {"maps": maps, "translations": translations}
 
 
+def load_run_data(config: Config, device, log=print):
+    """Chapter 07's data for ``config``: training and validation sentences of at most ``config.max_train_len``
+    source words, the test split at every length (:func:`experiments.data.load_data`). Logs one line; returns
+    ``(tgt_vocab, splits, encoded)``."""
+    started = time.perf_counter()
+    src_vocab, tgt_vocab, splits, encoded = load_data(config, max_train_len=config.max_train_len)
+    longest = max(len(english.split()) for english, _ in splits["train"])
+    log(
+        f"data: {len(splits['train'])} training pairs of at most {config.max_train_len} source words (longest "
+        f"{longest}), {len(splits['valid'])} valid, {len(splits['test'])} test (all lengths); device {device}, "
+        f"{torch.get_num_threads()} threads ({time.perf_counter() - started:.1f} s)"
+    )
+    return src_vocab, tgt_vocab, splits, encoded
+
+
+def describe_run(config: Config, device, splits, description: str, made_by: str) -> dict:
+    """The head of a results file: what made it, the configuration, the machine (device, threads, precision,
+    torch, the load average at the start) and the data; ``models`` empty, for the runs to fill in."""
+    return {
+        "description": description,
+        "made_by": made_by,
+        "config": dataclasses.asdict(config),
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),  # the machine's cores, shared with whatever else ran (the load averages)
+        "precision": "bf16 autocast" if device.type == "cuda" else "float32",
+        "torch": torch.__version__,
+        "load_average_at_start": os.getloadavg()[0],  # other work on the machine slows every figure below
+        "data": {
+            "train_pairs": len(splits["train"]),
+            "valid_pairs": len(splits["valid"]),
+            "test_pairs": len(splits["test"]),
+            "longest_train_source": max(len(english.split()) for english, _ in splits["train"]),  # words, no <eos>
+            # tokens, <eos> included: the decoder's positions 0 .. this - 1
+            "longest_train_target": max(len(french.split()) + 1 for _, french in splits["train"]),
+            "length_bins": [f"{low}-{high}" for low, high in LENGTH_BINS],
+        },
+        "models": {},
+    }
+
+
+def measure(
+    model, label: str, history, figures, pairs, encoded_pairs, tgt_vocab, device, decode=None, log=print, **options
+):
+    """One model's entry in a results file: its label, number of parameters, training ``figures`` and
+    ``history``, and the greedy evaluation of ``pairs`` by length (:func:`experiments.evaluation.evaluate`, given
+    ``options``) with its time."""
+    started = time.perf_counter()
+    evaluation = evaluate(model, pairs, encoded_pairs, tgt_vocab, device, decode=decode, **options)
+    entry = {
+        "label": label,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        **figures,
+        "eval_seconds": time.perf_counter() - started,
+        "history": history,
+        **evaluation,
+    }
+    log(
+        f"{label}: {entry['parameters']} parameters, {figures['steps']} steps in {figures['train_seconds']:.0f} s "
+        f"({figures['target_tokens_per_second']:.0f} target tokens/s), test exact match "
+        f"{evaluation['exact_match']:.3f}, BLEU {evaluation['bleu']:.1f} (evaluation {entry['eval_seconds']:.0f} s)"
+    )
+    return entry
+
+
+def write_results(results: dict, out: Path, file_name: str, kinds, same=("config",), log=print) -> Path:
+    """Write ``results`` to ``out/file_name``. A file already there made with the same values of ``same``
+    (the configuration) keeps its other models' results (a run of one model): those of ``kinds`` first, in that
+    order, then any others."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / file_name
+    if path.exists():
+        previous = json.loads(path.read_text())
+        if all(previous.get(key) == results[key] for key in same):
+            merged = {**previous["models"], **results["models"]}
+            order = [kind for kind in kinds if kind in merged] + [kind for kind in merged if kind not in kinds]
+            results["models"] = {kind: merged[kind] for kind in order}
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    log(f"wrote {path}")
+    return path
+
+
 def run_transformer(
     config_name: str = "medium",
     out: Path | None = None,
@@ -200,48 +313,27 @@ def run_transformer(
     config = CONFIGS[config_name]
     device = pick_device(device)
     started = time.perf_counter()
-    src_vocab, tgt_vocab, splits, encoded = load_data(config, max_train_len=config.max_train_len)
-    longest = max(len(english.split()) for english, _ in splits["train"])
-    longest_target = max(len(target) for _, target in encoded["train"])  # French tokens and <eos>
-    log(
-        f"data: {len(splits['train'])} training pairs of at most {config.max_train_len} source words (longest "
-        f"{longest}), {len(splits['valid'])} valid, {len(splits['test'])} test (all lengths); device {device}, "
-        f"{torch.get_num_threads()} threads ({time.perf_counter() - started:.1f} s)"
+    src_vocab, tgt_vocab, splits, encoded = load_run_data(config, device, log=log)
+    results = describe_run(
+        config,
+        device,
+        splits,
+        description="chapter 07: a Transformer and an RNN with attention trained on the same data, same updates",
+        made_by=f"python -m experiments.transformer --config {config_name}",
     )
-    results = {
-        "description": "chapter 07: a Transformer and an RNN with attention trained on the same data, same updates",
-        "made_by": f"python -m experiments.transformer --config {config_name}",
-        "config": dataclasses.asdict(config),
-        "device": str(device),
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        "threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(),  # the machine's cores, shared with whatever else ran (the load averages)
-        "precision": "bf16 autocast" if device.type == "cuda" else "float32",
-        "torch": torch.__version__,
-        "load_average_at_start": os.getloadavg()[0],  # other work on the machine slows every figure below
-        "data": {
-            "train_pairs": len(splits["train"]),
-            "valid_pairs": len(splits["valid"]),
-            "test_pairs": len(splits["test"]),
-            "longest_train_source": longest,  # words, without <eos>
-            "longest_train_target": longest_target,  # tokens, <eos> included: the decoder's positions 0 .. this - 1
-            "length_bins": [f"{low}-{high}" for low, high in LENGTH_BINS],
-        },
-        "models": {},
-        "maps": {
-            "description": "attention maps, the correct French fed to the decoder; rows: French tokens and <eos>, "
-            "columns: English tokens and <eos>; the Transformer's per decoder layer and head (n_layers, n_heads, "
-            "T_dec, T_enc), the RNN's (T_dec, T_enc); each model's greedy translation beside",
-            "sentences": [
-                {
-                    "english": english,
-                    "french": french,
-                    "source_tokens": english.split() + ["<eos>"],
-                    "target_tokens": french.split() + ["<eos>"],
-                }
-                for english, french in MAP_PAIRS
-            ],
-        },
+    results["maps"] = {
+        "description": "attention maps, the correct French fed to the decoder; rows: French tokens and <eos>, "
+        "columns: English tokens and <eos>; the Transformer's per decoder layer and head (n_layers, n_heads, "
+        "T_dec, T_enc), the RNN's (T_dec, T_enc); each model's greedy translation beside",
+        "sentences": [
+            {
+                "english": english,
+                "french": french,
+                "source_tokens": english.split() + ["<eos>"],
+                "target_tokens": french.split() + ["<eos>"],
+            }
+            for english, french in MAP_PAIRS
+        ],
     }
     for kind in models:
         load_before = os.getloadavg()[0]
@@ -249,38 +341,18 @@ def run_transformer(
             kind, config, encoded, device, max_seconds=max_seconds, show_progress=show_progress, log=log
         )
         figures["load_average_during_training"] = [load_before, os.getloadavg()[0]]  # 1-minute load, start and end
-        t0 = time.perf_counter()
         decode = transformer_greedy if kind == "transformer" else None
-        evaluation = evaluate(model, splits["test"], encoded["test"], tgt_vocab, device, decode=decode)
-        eval_seconds = time.perf_counter() - t0
         results["models"][kind] = {
-            "label": LABELS[kind],
-            "parameters": sum(p.numel() for p in model.parameters()),
-            **figures,
-            "eval_seconds": eval_seconds,
-            "history": history,
-            **evaluation,
+            **measure(
+                model, LABELS[kind], history, figures, splits["test"], encoded["test"], tgt_vocab, device, decode, log
+            ),
             **attention_maps(kind, model, MAP_PAIRS, src_vocab, tgt_vocab, device),
         }
-        log(
-            f"{kind}: {results['models'][kind]['parameters']} parameters, {figures['steps']} steps in "
-            f"{figures['train_seconds']:.0f} s ({figures['target_tokens_per_second']:.0f} target tokens/s), test exact "
-            f"match {evaluation['exact_match']:.3f}, BLEU {evaluation['bleu']:.1f} (evaluation {eval_seconds:.0f} s)"
-        )
         del model
     results["total_seconds"] = time.perf_counter() - started
     results["load_average_at_end"] = os.getloadavg()[0]
-    if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / RESULTS_FILE
-        if path.exists():  # keep the other model's results of the same configuration (--model trains one)
-            previous = json.loads(path.read_text())
-            if previous.get("config") == results["config"]:
-                results["models"] = {kind: ({**previous["models"], **results["models"]})[kind] for kind in MODELS
-                                     if kind in previous["models"] or kind in results["models"]}  # fmt: skip
-        path.write_text(json.dumps(results, indent=1) + "\n")
-        log(f"wrote {out / RESULTS_FILE}")
+    if out is not None:  # keeps the other model's results of the same configuration (--model trains one)
+        write_results(results, out, RESULTS_FILE, MODELS, log=log)
     return results
 
 

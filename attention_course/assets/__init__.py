@@ -6,7 +6,12 @@ They are results of the course's training programs, regenerable from the reposit
 - ``translation_results.json`` and ``attention_model.pt``: chapter 05's trained translation
   models (``python -m experiments.translation --config medium``);
 - ``attention_maps.npz`` and ``attention_scorer.pt2``: the maps chapter 06 reads and its model as a black-box
-  scorer (a ``torch.export`` program, no Python source), both from ``python -m experiments.exports``.
+  scorer (a ``torch.export`` program, no Python source), both from ``python -m experiments.exports``;
+- ``variants_results.json``: chapter 05's comparison of attention variants (``python -m experiments.variants``);
+- ``transformer_results.json``: chapter 07's Transformer beside the RNN with attention
+  (``python -m experiments.transformer --config medium``);
+- ``positions_results.json``: chapter 08's length curves of chapter 07's Transformer with sinusoidal, rotary and
+  ALiBi positions (``python -m experiments.positions --config medium``).
 
 A notebook finds them with :func:`path`, wherever the package is installed::
 
