@@ -298,7 +298,8 @@ def test_shipped_results_support_chapter_08s_reading_of_them():
     chapter07 = json.loads(assets.path(transformer.RESULTS_FILE).read_text())["models"]
     sinusoidal, rotary, alibi = (models[kind] for kind in positions.MODELS)
     bins = shipped["bins"]
-    # the sinusoidal model retrained here shows chapter 07's curve (not bit for bit: another machine's arithmetic)
+    # the sinusoidal model retrained here shows chapter 07's curve (bit for bit when both ran on the same kind of
+    # processor, as the shipped files did; within training noise elsewhere)
     for b in bins:
         ours, theirs = sinusoidal["by_length"][b], chapter07["transformer"]["by_length"][b]
         assert abs(ours["exact_match"] - theirs["exact_match"]) <= 0.02, b
@@ -306,7 +307,7 @@ def test_shipped_results_support_chapter_08s_reading_of_them():
     ours, theirs = sinusoidal["history"], chapter07["transformer"]["history"]
     assert ours["step"][0] == theirs["step"][0], "the first validation point"
     first, other = ours["train_loss"][0], theirs["train_loss"][0]  # the mean loss of the first updates
-    assert int(first * 1e4) == int(other * 1e4) and int(first * 1e5) != int(other * 1e5), "parts in the 5th decimal"
+    assert int(first * 1e4) == int(other * 1e4), "the same data, weights and batches: the same first losses"
     # within the training lengths rotary positions cost nothing; ALiBi costs a few points
     assert abs(rotary["exact_match"] - sinusoidal["exact_match"]) <= 0.01
     assert sinusoidal["exact_match"] - alibi["exact_match"] >= 0.02
