@@ -93,6 +93,12 @@ def test_free_names_are_only_what_a_cell_reads_before_defining():
         "try:\n    pass\nexcept ValueError as e:\n    print(e)\n"
     )
     assert free_names(source) == {"f", "H", "E", "g", "Z", "k", "w", "t", "r"}
+    # names a function binds with `except ... as` or `import ... as` are its own, not the student's
+    inner = (
+        "def check(call):\n    import math as m\n    try:\n        call()\n"
+        "    except ValueError as error:\n        return m.pi, str(error)\n"
+    )
+    assert free_names(inner + "check(f)\n") == {"f"}
 
 
 def test_a_students_large_globals_under_the_tests_names_cost_nothing():

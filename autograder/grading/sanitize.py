@@ -102,6 +102,18 @@ def loaded_names(source: str) -> frozenset[str]:
     return frozenset(names - set(dir(builtins)))
 
 
+def _other_binds(nodes) -> set[str]:
+    """Names bound inside ``nodes`` by something other than an assignment target, a definition or a
+    parameter: ``except E as name`` and ``import m as name`` (neither is an ``ast.Name``)."""
+    found = set()
+    for node in (n for child in nodes for n in ast.walk(child)):
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+    return found
+
+
 class _FreeReads(ast.NodeVisitor):
     """Walks a cell's top level in execution order: the names it reads before it binds them.
 
@@ -172,6 +184,7 @@ class _FreeReads(ast.NodeVisitor):
         inner |= {n.name for child in body for n in ast.walk(child)
                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}  # fmt: skip
         inner |= {n.arg for child in body for n in ast.walk(child) if isinstance(n, ast.arg)}
+        inner |= _other_binds(body)
         inner |= set(parameters)
         reads = {n.id for child in body for n in ast.walk(child) if isinstance(n, ast.Name)
                  and isinstance(n.ctx, ast.Load)}  # fmt: skip
@@ -224,8 +237,7 @@ def free_names(source: str) -> frozenset[str]:
         return frozenset()
     cell_binds = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     cell_binds |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    cell_binds |= {alias.asname or alias.name.split(".")[0] for n in ast.walk(tree)
-                   if isinstance(n, (ast.Import, ast.ImportFrom)) for alias in n.names}  # fmt: skip
+    cell_binds |= _other_binds([tree])
     visitor = _FreeReads(cell_binds)
     for statement in tree.body:
         visitor.visit(statement)
