@@ -12,6 +12,7 @@ trains models or builds environments. The authors' quick loop deselects them all
 from __future__ import annotations
 
 import pytest
+from chapter_matrix import params as representative_params
 
 from autograder import course
 from autograder.authoring import book
@@ -55,8 +56,11 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_generate_tests(metafunc):
+    """``assignment``: every chapter; for a test marked ``representatives`` (a costly path), the chapters of
+    tests/chapter_matrix.py, the others skipped unless COURSE_FULL_MATRIX=1."""
     if "assignment" in metafunc.fixturenames:
-        metafunc.parametrize("assignment", ASSIGNMENTS)
+        costly = metafunc.definition.get_closest_marker("representatives") is not None
+        metafunc.parametrize("assignment", representative_params(ASSIGNMENTS) if costly else ASSIGNMENTS)
 
 
 @pytest.fixture(scope="session")
