@@ -10,8 +10,9 @@
 #           deploy/requirements-hub.txt and the course package attention_course
 #   npm/    configurable-http-proxy, exactly as pinned in deploy/package-lock.json
 # configuration (into --etc, default /etc/attention-hub):
-#   jupyterhub_config.py, jupyter/common/ (with nbgrader_config.py), jupyter/students/,
-#   jupyter/instructors/, and empty rosters instructors.txt and students.txt (kept if present)
+#   jupyterhub_config.py and course_roles.py (the role logic it imports), jupyter/common/
+#   (with nbgrader_config.py), jupyter/students/, jupyter/instructors/, and empty rosters
+#   instructors.txt and students.txt (kept if present)
 # directories: the exchange (--exchange, default /srv/nbgrader/exchange, mode 1777) and the
 #   hub's state (--state, default /srv/jupyterhub, mode 700)
 #
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
         --state) STATE="$2"; shift 2 ;;
         --software-only) DO_CONFIG=0; shift ;;
         --config-only) DO_SOFTWARE=0; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -94,6 +95,7 @@ if [ "$DO_CONFIG" = 1 ]; then
     install -d -m 755 "$ETC" "$ETC/jupyter" "$ETC/jupyter/common" "$ETC/jupyter/common/labconfig" \
         "$ETC/jupyter/students" "$ETC/jupyter/students/labconfig" "$ETC/jupyter/instructors"
     install -m 644 "$DEPLOY/jupyterhub_config.py" "$ETC/jupyterhub_config.py"
+    install -m 644 "$DEPLOY/course_roles.py" "$ETC/course_roles.py"
     install -m 644 "$DEPLOY/nbgrader_config.py" "$ETC/jupyter/common/nbgrader_config.py"
     install -m 644 "$DEPLOY/jupyter/common/jupyter_server_config.json" "$ETC/jupyter/common/"
     install -m 644 "$DEPLOY/jupyter/common/labconfig/page_config.json" "$ETC/jupyter/common/labconfig/"

@@ -9,7 +9,9 @@ exchange is a shared directory. Two groups carry the course roles:
 
 (these are the group names nbgrader's JupyterHubAuthPlugin expects, should the hub ever
 carry several courses). Membership comes from two roster files, one user name a line:
-``instructors.txt`` and ``students.txt`` in ATTENTION_HUB_ETC.
+``instructors.txt`` and ``students.txt`` in ATTENTION_HUB_ETC. The role logic (rosters, groups,
+the instructors' hub role, each role's Jupyter configuration) is ``course_roles.py`` beside this
+file, which the Kubernetes deployment (z2jh-values.yaml) uses too.
 
 ``deploy/install.sh`` installs everything this file refers to; deploy/README.md explains
 each piece. Site-specific settings (TLS, another authenticator, ports) belong in
@@ -28,15 +30,13 @@ Paths, from the environment (the systemd unit sets them):
 
 import os
 import pwd
+import sys
 from pathlib import Path
 
-c = get_config()  # noqa: F821  (injected by traitlets when JupyterHub loads this file)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # course_roles.py, installed beside this file
+import course_roles  # noqa: E402
 
-COURSE_ID = "attention-step-by-step"
-INSTRUCTORS_GROUP = f"formgrade-{COURSE_ID}"
-STUDENTS_GROUP = f"nbgrader-{COURSE_ID}"
-# Where each instructor keeps their clone of the course repository, relative to their home.
-COURSE_FOLDER = "attention-step-by-step"
+c = get_config()  # noqa: F821  (injected by traitlets when JupyterHub loads this file)
 
 PREFIX = Path(os.environ.get("ATTENTION_HUB_PREFIX", "/opt/attention-hub"))
 ETC = Path(os.environ.get("ATTENTION_HUB_ETC", Path(__file__).resolve().parent))
@@ -46,19 +46,9 @@ EXCHANGE_ROOT = os.environ.get("NBGRADER_EXCHANGE_ROOT", "/srv/nbgrader/exchange
 VENV_BIN = PREFIX / "venv" / "bin"
 JUPYTER_ETC = ETC / "jupyter"  # common/, students/, instructors/ (copied there by install.sh)
 
-
-def _roster(name: str) -> list[str]:
-    """User names listed in ETC/<name>, one a line; '#' starts a comment."""
-    path = ETC / name
-    if not path.exists():
-        return []
-    names = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
-    return sorted({n for n in names if n})
-
-
-INSTRUCTORS = _roster("instructors.txt")
-STUDENTS = _roster("students.txt")
-ADMINS = _roster("admins.txt")  # hub administrators (optional; instructors need not be admins)
+INSTRUCTORS = course_roles.read_roster(ETC / "instructors.txt")
+STUDENTS = course_roles.read_roster(ETC / "students.txt")
+ADMINS = course_roles.read_roster(ETC / "admins.txt")  # hub administrators (optional; instructors need not be admins)
 
 # --- the hub and its proxy -------------------------------------------------------------------
 # Public address: loopback by default, behind a TLS reverse proxy (see deploy/README.md).
@@ -76,27 +66,11 @@ c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 # (useradd), never by the hub, and only users on a roster are let in.
 c.JupyterHub.authenticator_class = "pam"
 c.LocalAuthenticator.create_system_users = False
-c.Authenticator.allowed_users = set(INSTRUCTORS) | set(STUDENTS) | set(ADMINS)
-c.Authenticator.admin_users = set(ADMINS)
-
-c.JupyterHub.load_groups = {
-    INSTRUCTORS_GROUP: {"users": INSTRUCTORS},
-    STUDENTS_GROUP: {"users": STUDENTS},
-}
+# The rosters' people may log in; the two course groups are filled from the rosters.
+course_roles.configure_logins(c, instructors=INSTRUCTORS, students=STUDENTS, admins=ADMINS)
 c.JupyterHub.load_roles = [
-    {
-        # Instructors see who is enrolled and when students were last active; they cannot open
-        # students' servers (nothing in the cycle needs it: work arrives through the exchange).
-        "name": "course-instructor",
-        "description": f"Instructor of {COURSE_ID}: list the enrolled students and their activity",
-        "scopes": [
-            "list:users",
-            f"read:users:name!group={STUDENTS_GROUP}",
-            f"read:users:activity!group={STUDENTS_GROUP}",
-            f"read:groups!group={STUDENTS_GROUP}",
-        ],
-        "groups": [INSTRUCTORS_GROUP],
-    },
+    # Instructors see who is enrolled and when students were last active.
+    course_roles.instructor_role(),
     {
         "name": "idle-culler",
         "description": "Stop servers idle for an hour",
@@ -129,32 +103,13 @@ c.Spawner.environment = {
 }
 
 
-def _is_instructor(user) -> bool:
-    return any(group.name == INSTRUCTORS_GROUP for group in user.groups)
-
-
 def pre_spawn_hook(spawner):
-    """Give each server the Jupyter configuration of its role.
-
-    JUPYTER_CONFIG_PATH comes first in Jupyter's search order, above ~/.jupyter:
-      students     students/ (formgrader, course list and assignment creator off),
-                   common/ (the exchange; terminals keep the venv on PATH; no news pop-up)
-      instructors  their course's autograder/ (nbgrader_config.py: course root, gradebook),
-                   instructors/ (formgrader may be framed by JupyterLab), common/
-    Instructors' servers also get their course folder on PYTHONPATH, so that the grading
-    kernel (which inherits the server's environment) imports autograder.reference.
-    """
-    environment = dict(spawner.environment)
-    common = str(JUPYTER_ETC / "common")
-    if _is_instructor(spawner.user):
-        course = Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_FOLDER
-        environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
-            [str(course / "autograder"), str(JUPYTER_ETC / "instructors"), common]
-        )
-        environment["PYTHONPATH"] = str(course)
-    else:
-        environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(JUPYTER_ETC / "students"), common])
-    spawner.environment = environment
+    """Give each server the Jupyter configuration of its role (course_roles.role_environment);
+    an instructor's course folder is in their home (the account's home directory)."""
+    course = None
+    if course_roles.is_instructor(spawner.user):
+        course = Path(pwd.getpwnam(spawner.user.name).pw_dir) / course_roles.COURSE_FOLDER
+    spawner.environment = {**spawner.environment, **course_roles.role_environment(JUPYTER_ETC, course)}
 
 
 c.Spawner.pre_spawn_hook = pre_spawn_hook

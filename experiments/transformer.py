@@ -17,12 +17,14 @@ either model has seen. It then evaluates greedy translations of the test split b
 (exact match and BLEU, :func:`experiments.evaluation.evaluate`) and writes
 ``attention_course/assets/transformer_results.json`` (``--out``): the configuration, the device,
 and per model the number of parameters, training time, target tokens per second, training
-curves and the length table. Chapter 07 reads that file.
+curves and the length table, and the attention maps chapter 07 draws (:func:`attention_maps`: the
+cross-attention of every decoder layer and head of the Transformer, and the attention of the RNN, on chapter
+06's example sentences with their correct French fed to the decoder). Chapter 07 reads that file.
 
-Times: ``--config tiny`` a few seconds; ``--config medium`` (the shipped file, 1 thread):
-1200 updates took 87 CPU seconds for the Transformer and 65 for the RNN; with data and evaluation (the
-Transformer's greedy evaluation re-reads the prefix at every step: 19 s against 3 s) the shipped run took 3.5
-minutes of wall time on a 2-core CPU while another one-thread job used the second core.
+Times: ``--config tiny`` a few seconds; ``--config medium`` (the shipped file, 1 thread): 1200 updates took 76
+CPU seconds for the Transformer and 52 for the RNN; with data and evaluation (the Transformer's greedy evaluation
+re-reads the prefix at every step: 159 s against 7 s) the shipped run took 19 minutes of wall time on a 2-core CPU
+shared with other work (load average 10.7 to 12.2; an earlier run at load 1.0 to 2.6 took 3.5 minutes).
 ``--model transformer`` / ``--model rnn_attention`` train one model and keep the other's results already in
 the file (same configuration). ``--config full`` is sized for a GPU
 (``scripts/gpu_check.py`` runs it with a time bound per model).
@@ -40,18 +42,23 @@ from pathlib import Path
 
 import torch
 
+from attention_course.data import BOS_ID
 from autograder.reference.ch05_gpu_training import pick_device
 from autograder.reference.ch07_transformer import TransformerTranslator
 from experiments.cli import ASSETS, add_run_arguments, make_parser
 from experiments.config import CONFIGS as RNN_CONFIGS
 from experiments.data import load_data
-from experiments.evaluation import LENGTH_BINS, evaluate, transformer_greedy
+from experiments.evaluation import LENGTH_BINS, evaluate, fast_greedy, transformer_greedy
+from experiments.exports import CHAPTER06_EXAMPLES
 from experiments.models import build_model
 from experiments.training import batch_schedule, seed_everything, train_steps
 
 RESULTS_FILE = "transformer_results.json"
 MODELS = ("transformer", "rnn_attention")
 LABELS = {"transformer": "Transformer", "rnn_attention": "RNN with attention"}
+# the sentences whose attention maps chapter 07 draws: chapter 06's examples, with their correct translations
+MAP_PAIRS = CHAPTER06_EXAMPLES
+MAP_DECIMALS = 4  # the maps are stored rounded (each row still sums to 1 within 5e-4)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +88,7 @@ class Config:
 CONFIGS = {
     # seconds, for tests
     "tiny": Config("tiny", 600, 50, 150, 12, 30, 32, 32, 4, 64, 1, 1e-3, 16, 32, 3e-3, warmup=5),
-    # the shipped results: about 10 minutes on a 2-core CPU
+    # the shipped results: a few minutes per model on an idle 2-core CPU
     "medium": Config("medium", 30000, 1000, 3000, 20, 1200, 64, 80, 4, 256, 2, 2e-3, 64, 128, 3e-3),
     # for one GPU (scripts/gpu_check.py bounds each model's time)
     "full": Config("full", 200000, 2000, 5000, 20, 12000, 128, 256, 8, 1024, 3, 5e-4, 128, 256, 1e-3, warmup=1000),
@@ -122,6 +129,59 @@ def train(kind: str, config: Config, encoded, device, max_seconds=None, show_pro
     return model, history, figures
 
 
+def _ask_for_weights(module, args, kwargs):
+    """A forward pre-hook on an ``nn.MultiheadAttention``: return the attention weights, one map per head."""
+    return args, {**kwargs, "need_weights": True, "average_attn_weights": False}
+
+
+@torch.no_grad()
+def cross_attention_weights(model: TransformerTranslator, src, lengths, tgt_in) -> torch.Tensor:
+    """The cross-attention weights of every decoder layer of ``model`` on one batch, ``(n_layers, B, n_heads,
+    T_dec, T_enc)``: what each layer's ``multihead_attn`` computes when asked for its weights (a pre-hook sets
+    ``need_weights=True, average_attn_weights=False``; the logits are checked to be those of the model without
+    hooks)."""
+    captured = []
+    hooks = []
+    for layer in model.decoder_layers:
+        hooks.append(layer.multihead_attn.register_forward_pre_hook(_ask_for_weights, with_kwargs=True))
+        hooks.append(layer.multihead_attn.register_forward_hook(lambda module, inputs, out: captured.append(out[1])))
+    try:
+        logits = model(src, lengths, tgt_in)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    torch.testing.assert_close(logits, model(src, lengths, tgt_in), atol=1e-5, rtol=1e-5)
+    return torch.stack(captured)
+
+
+@torch.no_grad()
+def attention_maps(kind: str, model: torch.nn.Module, pairs, src_vocab, tgt_vocab, device) -> dict:
+    """The attention maps of ``model`` on ``pairs`` (English, French), the correct French fed to the decoder
+    (teacher forcing), rows = the French tokens and ``<eos>`` (``T_dec``), columns = the English tokens and
+    ``<eos>`` (``T_enc``), and the model's greedy translation of each English sentence.
+
+    ``transformer``: every decoder layer's cross-attention, head by head, ``(n_layers, n_heads, T_dec, T_enc)``
+    (:func:`cross_attention_weights`); ``rnn_attention``: the ``(T_dec, T_enc)`` weights of chapter 05's attention
+    decoder. Returns ``{"maps": [...], "translations": [...]}``, the maps as nested lists rounded to
+    :data:`MAP_DECIMALS` decimals."""
+    model.eval()
+    maps, translations = [], []
+    for english, french in pairs:
+        src = torch.tensor([src_vocab.encode(english)], device=device)  # (1, T_enc), <eos> included
+        target = tgt_vocab.encode(french)  # French ids and <eos>
+        lengths = torch.tensor([src.shape[1]])
+        tgt_in = torch.tensor([[BOS_ID] + target[:-1]], device=device)  # (1, T_dec)
+        if kind == "transformer":
+            weights = cross_attention_weights(model, src, lengths, tgt_in)[:, 0]  # (n_layers, n_heads, T_dec, T_enc)
+            tokens = transformer_greedy(model, src, lengths, max_len=len(target) + 10)
+        else:
+            weights = model.forward_with_weights(src, lengths, tgt_in)[1][0]  # (T_dec, T_enc)
+            tokens = fast_greedy(model, src, lengths, max_len=len(target) + 10)
+        maps.append(weights.double().cpu().numpy().round(MAP_DECIMALS).tolist())
+        translations.append(" ".join(tgt_vocab.decode(tokens[0].tolist())))
+    return {"maps": maps, "translations": translations}
+
+
 def run_transformer(
     config_name: str = "medium",
     out: Path | None = None,
@@ -142,6 +202,7 @@ def run_transformer(
     started = time.perf_counter()
     src_vocab, tgt_vocab, splits, encoded = load_data(config, max_train_len=config.max_train_len)
     longest = max(len(english.split()) for english, _ in splits["train"])
+    longest_target = max(len(target) for _, target in encoded["train"])  # French tokens and <eos>
     log(
         f"data: {len(splits['train'])} training pairs of at most {config.max_train_len} source words (longest "
         f"{longest}), {len(splits['valid'])} valid, {len(splits['test'])} test (all lengths); device {device}, "
@@ -154,6 +215,7 @@ def run_transformer(
         "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
         "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),  # the machine's cores, shared with whatever else ran (the load averages)
         "precision": "bf16 autocast" if device.type == "cuda" else "float32",
         "torch": torch.__version__,
         "load_average_at_start": os.getloadavg()[0],  # other work on the machine slows every figure below
@@ -161,15 +223,32 @@ def run_transformer(
             "train_pairs": len(splits["train"]),
             "valid_pairs": len(splits["valid"]),
             "test_pairs": len(splits["test"]),
-            "longest_train_source": longest,
+            "longest_train_source": longest,  # words, without <eos>
+            "longest_train_target": longest_target,  # tokens, <eos> included: the decoder's positions 0 .. this - 1
             "length_bins": [f"{low}-{high}" for low, high in LENGTH_BINS],
         },
         "models": {},
+        "maps": {
+            "description": "attention maps, the correct French fed to the decoder; rows: French tokens and <eos>, "
+            "columns: English tokens and <eos>; the Transformer's per decoder layer and head (n_layers, n_heads, "
+            "T_dec, T_enc), the RNN's (T_dec, T_enc); each model's greedy translation beside",
+            "sentences": [
+                {
+                    "english": english,
+                    "french": french,
+                    "source_tokens": english.split() + ["<eos>"],
+                    "target_tokens": french.split() + ["<eos>"],
+                }
+                for english, french in MAP_PAIRS
+            ],
+        },
     }
     for kind in models:
+        load_before = os.getloadavg()[0]
         model, history, figures = train(
             kind, config, encoded, device, max_seconds=max_seconds, show_progress=show_progress, log=log
         )
+        figures["load_average_during_training"] = [load_before, os.getloadavg()[0]]  # 1-minute load, start and end
         t0 = time.perf_counter()
         decode = transformer_greedy if kind == "transformer" else None
         evaluation = evaluate(model, splits["test"], encoded["test"], tgt_vocab, device, decode=decode)
@@ -181,6 +260,7 @@ def run_transformer(
             "eval_seconds": eval_seconds,
             "history": history,
             **evaluation,
+            **attention_maps(kind, model, MAP_PAIRS, src_vocab, tgt_vocab, device),
         }
         log(
             f"{kind}: {results['models'][kind]['parameters']} parameters, {figures['steps']} steps in "

@@ -582,7 +582,7 @@ def variants() -> Canvas:
             "tutorial",
             True,
             [
-                r"$[\mathrm{emb}(y_{t-1}); s_t]$",
+                r"$[\mathrm{emb}(y_{t-1}); s_{t-1}]$",
                 "none",
                 r"$h_i$",
                 r"$(W_{\mathrm{attn}}[\ldots] + b_{\mathrm{attn}})_i$",
@@ -610,7 +610,7 @@ def variants() -> Canvas:
                 c.box(x, y_src, 0.36, 0.32, rf"$h_{k}$", role="encoder", size=FONT_SIZE - 1)
                 for k, x in enumerate(xs, start=1)
             ]
-            label = r"$[\mathrm{emb}(y_{t-1}); s_t]$" if kind == "tutorial" else r"$s_t$"
+            label = r"$[\mathrm{emb}(y_{t-1}); s_{t-1}]$" if kind == "tutorial" else r"$s_t$"
             query = c.box(
                 mid, y_query, 1.05 if kind == "tutorial" else 0.5, 0.34, label, role="decoder", size=FONT_SIZE - 1
             )
@@ -895,8 +895,9 @@ def reading_a_map() -> Canvas:
 
 
 def transformer_block() -> Canvas:
-    """07: a pre-norm Transformer encoder layer and decoder layer, with sinusoidal positions."""
-    c = Canvas(5.8)
+    """07: a pre-norm Transformer encoder layer and decoder layer, with sinusoidal positions, and the final layer
+    norm after each stack."""
+    c = Canvas(6.4)
     width, tall, pitch = 2.1, 0.32, 1.3
     enc_x, dec_x = 1.75, 5.0
     base = 1.45  # where the first sublayer's LayerNorm sits
@@ -946,8 +947,10 @@ def transformer_block() -> Canvas:
     )
     sublayer(enc_x, base, "multi-head self-attention", "attention", -1)
     top = sublayer(enc_x, base + pitch, r"feed-forward ($d_{\mathrm{ff}}$)", "output", -1)
-    memory = c.box(enc_x, base + pitch + 1.5, 1.3, 0.32, "memory", role="encoder", size=FONT_SIZE - 1.5)
-    c.arrow(top, memory.bottom)
+    final = c.box(enc_x, base + pitch + 1.5, width * 0.8, 0.26, "final LayerNorm", role="plain", size=FONT_SIZE - 2)
+    c.arrow(top, final.bottom)
+    memory = c.box(enc_x, base + pitch + 2.0, 1.3, 0.32, "memory", role="encoder", size=FONT_SIZE - 1.5)
+    c.arrow(final.top, memory.bottom)
 
     # the decoder layer
     embed(dec_x, r"target embeddings $(B, T_{\mathrm{dec}}, d_{\mathrm{model}})$", -1)
@@ -972,10 +975,12 @@ def transformer_block() -> Canvas:
     sublayer(dec_x, base, "causal multi-head self-attention", "attention", +1)
     sublayer(dec_x, base + pitch, "cross-attention", "attention", +1)
     top = sublayer(dec_x, base + 2 * pitch, r"feed-forward ($d_{\mathrm{ff}}$)", "output", +1)
+    final = c.box(dec_x, base + 2 * pitch + 1.5, width * 0.8, 0.26, "final LayerNorm", role="plain", size=FONT_SIZE - 2)
+    c.arrow(top, final.bottom)
     out = c.box(
-        dec_x, base + 2 * pitch + 1.5, 1.9, 0.32, r"linear, softmax $\to p_t$", role="output", size=FONT_SIZE - 1.5
+        dec_x, base + 2 * pitch + 2.0, 1.9, 0.32, r"linear, softmax $\to p_t$", role="output", size=FONT_SIZE - 1.5
     )
-    c.arrow(top, out.bottom)
+    c.arrow(final.top, out.bottom)
 
     # memory -> the keys and values of cross-attention
     mid = (enc_x + width / 2 + dec_x - width / 2) / 2 + 0.05
@@ -992,11 +997,11 @@ def transformer_block() -> Canvas:
         va="bottom",
     )
     c.text(dec_x + width / 2 + 0.48, cross_y, "queries\nfrom the\ndecoder", ha="left", size=FONT_SIZE - 2, color=MUTED)
-    c.text(0.12, 5.5, "pre-norm sublayers:", ha="left", size=FONT_SIZE - 1, weight="bold")
-    c.text(0.12, 5.24, r"$x \leftarrow x + \mathrm{sublayer}(\mathrm{LayerNorm}(x))$", ha="left", size=FONT_SIZE - 1)
+    c.text(0.12, 6.15, "pre-norm sublayers:", ha="left", size=FONT_SIZE - 1, weight="bold")
+    c.text(0.12, 5.89, r"$x \leftarrow x + \mathrm{sublayer}(\mathrm{LayerNorm}(x))$", ha="left", size=FONT_SIZE - 1)
     c.text(
         0.12,
-        4.96,
+        5.61,
         r"every width $d_{\mathrm{model}}$; attention with $n_{\mathrm{heads}}$ heads",
         ha="left",
         size=FONT_SIZE - 1.5,
@@ -1026,14 +1031,15 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "self-attention and a feed-forward block; the decoder layer has causal multi-head self-attention, "
         "cross-attention whose keys and values are the encoder's output (the memory) and whose queries come from "
         "the decoder, and a feed-forward block. Every width is d_model; attention has n_heads heads; N layers "
-        "are stacked.",
+        "are stacked, and a final LayerNorm closes each stack (encoder_norm gives the memory, decoder_norm feeds "
+        "the output layer).",
         "Diagram of two columns. Left: source embeddings of shape (B, T_enc, d_model) plus sinusoidal positions "
         "enter the encoder layer: LayerNorm, multi-head self-attention, a residual add, then LayerNorm, "
-        "feed-forward (d_ff), a residual add; its output is the memory. Right: target embeddings of shape "
-        "(B, T_dec, d_model) plus positions enter the decoder layer: LayerNorm, causal multi-head "
-        "self-attention, add; LayerNorm, cross-attention, add, where an arrow brings the memory as keys and "
-        "values; LayerNorm, feed-forward, add; then linear and softmax give p_t. Each residual path is a line "
-        "that skips around its sublayer.",
+        "feed-forward (d_ff), a residual add; after the stack a final LayerNorm gives the memory. Right: target "
+        "embeddings of shape (B, T_dec, d_model) plus positions enter the decoder layer: LayerNorm, causal "
+        "multi-head self-attention, add; LayerNorm, cross-attention, add, where an arrow brings the memory as "
+        "keys and values; LayerNorm, feed-forward, add; after the stack a final LayerNorm, then linear and "
+        "softmax give p_t. Each residual path is a line that skips around its sublayer.",
     ),
     "06_reading_a_map": (
         "How to read an attention map (illustrative numbers, not from a trained model). Rows are target tokens "
@@ -1064,11 +1070,11 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "and values (V), and the score. (1) and (2) are encoder-decoder attention, the decoder state s_t asking "
         "the encoder states h_i, with a dot product or with learnt projections W_Q, W_K, W_V and the scaled "
         "score; (3) and (4) are encoder-only self-attention, one sequence x asking itself; (5), the original "
-        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_t] alone (the "
-        "embedding of the previous output word and the decoder state), one per fixed slot.",
+        "PyTorch tutorial's attention, has no keys: its weights come from [emb(y_(t-1)); s_(t-1)] alone (the "
+        "embedding of the previous output word and the decoder state before step t), one per fixed slot.",
         "Diagram of five panels. In panels 1 and 2 a decoder state s_t points at encoder states h_1, h_2, h_3; "
         "in panels 3 and 4 a token x_t points at the tokens x_1, x_2, x_3 of its own sequence; in panel 5 the "
-        "vector [emb(y_(t-1)); s_t] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
+        "vector [emb(y_(t-1)); s_(t-1)] goes through W_attn to L slots whose weights land on h_1, h_2, h_3 without "
         "comparing with them. Under each panel: Q, K, V and the score, for example Q = W_Q s_t, K = W_K h_i, "
         "V = W_V h_i, score q_t^T k_i / sqrt(d_k) in panel 2, and K = none in panel 5.",
     ),

@@ -2,13 +2,16 @@
 # README's first command: set everything up on a fresh machine, then build the book.
 #   .venv/            Python environment with the pinned requirements and the course package
 #   _build/wheel/     the course package as a wheel (attention_course-<version>-py3-none-any.whl)
-#   .venv/npm/        MathJax 3 from npm, served locally by the book (no CDN)
+#   .venv/npm/        MathJax 3 from npm, served locally by the book (no CDN), and axe-core for the
+#                     browser tests' accessibility audit
+#   .venv/z2jh/       the Zero to JupyterHub chart's hub software, for tests/test_z2jh.py
 #   chromium          Debian's headless browser, for the browser tests (when run as root)
 #   _build/student/   the student edition      _build/instructor/   the instructor edition
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MATHJAX_VERSION=3.2.2
+AXE_CORE_VERSION=4.14.1
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
@@ -20,10 +23,27 @@ rm -rf _build/wheel
 .venv/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
     --wheel-dir _build/wheel .
 
+# The Kubernetes hub's packages (JupyterHub, KubeSpawner, OAuthenticator as in the chart's hub
+# image: deploy/requirements-z2jh-hub.txt) in a venv of their own inside .venv/: they pin older
+# SQLAlchemy, tornado and traitlets than the course's environment, which must stay as it is.
+# tests/test_z2jh.py runs the cluster's hub configuration with them. Rebuilt when the pins change.
+if ! cmp -s deploy/requirements-z2jh-hub.txt .venv/z2jh/requirements-z2jh-hub.txt; then
+    rm -rf .venv/z2jh
+    python3 -m venv .venv/z2jh
+    .venv/z2jh/bin/python -m pip install --quiet --disable-pip-version-check -r deploy/requirements-z2jh-hub.txt
+    cp deploy/requirements-z2jh-hub.txt .venv/z2jh/requirements-z2jh-hub.txt
+fi
+
 if [ ! -f .venv/npm/node_modules/mathjax/es5/tex-chtml.js ] \
    || ! grep -q "\"version\": \"$MATHJAX_VERSION\"" .venv/npm/node_modules/mathjax/package.json; then
     mkdir -p .venv/npm
     npm install --silent --no-audit --no-fund --prefix .venv/npm "mathjax@$MATHJAX_VERSION"
+fi
+# axe-core, the accessibility engine the browser tests inject into every page (never loaded by the book)
+if [ ! -f .venv/npm/node_modules/axe-core/axe.min.js ] \
+   || ! grep -q "\"version\": \"$AXE_CORE_VERSION\"" .venv/npm/node_modules/axe-core/package.json; then
+    mkdir -p .venv/npm
+    npm install --silent --no-audit --no-fund --prefix .venv/npm "axe-core@$AXE_CORE_VERSION"
 fi
 
 # Headless Chromium for the browser tests (Debian's package; Playwright drives it, and never

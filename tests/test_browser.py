@@ -8,10 +8,17 @@ have alt text or a caption; internal links resolve, the search page finds chapte
 download button serves the student notebook, the launch buttons are exactly the configured
 services (autograder/authoring/publishing.py). Screenshots at desktop and phone widths go to
 ``_build/screenshots/`` for a person to look at.
+
+Accessibility: axe-core (npm, installed by scripts/setup.sh into .venv/npm, injected from there)
+audits every page of both editions in light and dark mode once MathJax has typeset; any critical
+or serious violation fails, with the rule, the page and the element; minor and moderate ones are
+reported as a warning. With the keyboard alone: the skip link, a visible focus on every control of
+the theme's chrome, the sidebar's menu button at desktop and phone widths.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -19,6 +26,7 @@ import re
 import shutil
 import threading
 import urllib.parse
+import warnings
 from pathlib import Path
 
 import pytest
@@ -50,16 +58,32 @@ def _page_paths() -> list[str]:
     return [f"{entry}.html" for entry in book.toc_entries(toc)]
 
 
-@pytest.fixture(scope="module")
-def site(student_html):
-    """The student book served on an ephemeral port of 127.0.0.1: (base URL, folder)."""
-    handler = functools.partial(QuietHandler, directory=str(student_html))
+@contextlib.contextmanager
+def _served(folder: Path):
+    """``folder`` served on an ephemeral port of 127.0.0.1; yields the base URL."""
+    handler = functools.partial(QuietHandler, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", student_html
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def site(student_html):
+    """The student book served on an ephemeral port of 127.0.0.1: (base URL, folder)."""
+    with _served(student_html) as base:
+        yield base, student_html
+
+
+@pytest.fixture(scope="module")
+def instructor_site(instructor_html):
+    """The instructor edition, served the same way: (base URL, folder)."""
+    with _served(instructor_html) as base:
+        yield base, instructor_html
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -82,9 +106,12 @@ def browser():
         chromium.close()
 
 
-def _open(browser, url: str, viewport: dict):
-    """A page whose console errors and outside requests are recorded (and the latter refused)."""
+def _open(browser, url: str, viewport: dict, init_script: str | None = None):
+    """A page whose console errors and outside requests are recorded (and the latter refused);
+    ``init_script`` runs in every document the page loads, before the page's own scripts."""
     context = browser.new_context(viewport=viewport)
+    if init_script is not None:
+        context.add_init_script(script=init_script)
     page = context.new_page()
     problems = {"console": [], "outside": [], "failed": []}
     page.on("console", lambda m: problems["console"].append(m.text) if m.type == "error" else None)
@@ -290,3 +317,230 @@ def test_launch_buttons_are_the_configured_services(student_html, assignment):
         a["href"] for a in soup.find_all("a", href=True, title=True) if a["title"] == "Source repository"
     ]
     assert repository_links == [repository_url()], f"repository button: {repository_links}"
+
+
+AXE_SCRIPT = course.ROOT / ".venv" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
+# WCAG 2.0, 2.1 and 2.2 at levels A and AA, and axe's best practices.
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa", "best-practice"]
+# The rules whose outcome depends on the colours: the only ones run again in dark mode.
+AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+AXE_FAILING_IMPACTS = ("critical", "serious")
+AXE_PASSES = (("light", {"type": "tag", "values": AXE_TAGS}), ("dark", {"type": "rule", "values": AXE_COLOUR_RULES}))
+# Syntax-highlighted code is thousands of <span>s per chapter (6,855 of chapter 04's 16,012
+# elements) drawn in a few dozen colour pairs, and axe's contrast check spends most of its time
+# on them. A span whose chain of ancestors (tags, classes, inline styles) is the same as an
+# earlier span's gets exactly the same colours on exactly the same background, so the contrast
+# check reads only the first of each: the others are marked here, and the rule's selector
+# (AXE_CONFIGURE) leaves them out. (axe.run's `exclude` would too, but it compares every element
+# with every excluded one: slower than checking them all.)
+MARK_REPEATED_CODE_TOKENS = """() => {
+    const seen = new Set();
+    let marked = 0;
+    for (const span of document.querySelectorAll('div.highlight pre span')) {
+        let key = '';
+        for (let e = span; e && e !== document.body; e = e.parentElement) {
+            key = `${e.tagName}.${e.getAttribute('class') || ''}[${e.getAttribute('style') || ''}]>${key}`;
+        }
+        if (seen.has(key)) {
+            span.setAttribute('data-axe-repeat', '');
+            marked++;
+        } else {
+            seen.add(key);
+        }
+    }
+    return marked;
+}"""
+# MathJax draws its glyphs with CSS (no text nodes), which axe's contrast check cannot read: it
+# finds the 6,500 elements of chapter 04's math "inapplicable", after 2 s of looking. They are left
+# out of that one rule too.
+AXE_CONFIGURE = """() => axe.configure({rules: [
+    {id: 'color-contrast', selector: '*:not([data-axe-repeat]):not(mjx-container *)'}]})"""
+RUN_AXE = """options => axe.run(document, options).then(results => results.violations.map(
+    v => ({rule: v.id, impact: v.impact, help: v.help,
+           nodes: v.nodes.map(n => ({target: n.target.join(' '), html: n.html.slice(0, 200)}))})))"""
+
+
+# The theme's buttons fade between colours (CSS transitions of 0.15 s): after a change of mode, wait
+# until no transition runs, or the contrast check would read colours half-way.
+SETTLED = "() => !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"
+SEARCH_RESULTS = "search.html?q=softmax"
+
+
+def _built_pages(folder: Path) -> list[str]:
+    """Every HTML page of a built edition (the ToC's pages, search, the index), relative to its root;
+    not the theme's files, the notebooks' sources, nor index.html, which only redirects."""
+    pages = []
+    for page in sorted(folder.rglob("*.html")):
+        relative = page.relative_to(folder)
+        if relative.parts[0] in ("_static", "_sources", "_images"):
+            continue
+        if 'http-equiv="Refresh"' in page.read_text(encoding="utf-8")[:1000]:
+            continue
+        pages.append(relative.as_posix())
+    return pages
+
+
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_axe_finds_nothing_serious(edition, request, browser):
+    """axe-core on every page of the edition, in light mode (every rule of AXE_TAGS) and then in dark
+    mode (the colour rules), once MathJax has typeset: no critical or serious violation. One page in
+    one browser does every page; dark mode is the reader's own (prefers-color-scheme, which the book's
+    `default_mode: auto` follows), switched on the loaded page."""
+    if not AXE_SCRIPT.is_file():
+        pytest.fail(f"axe-core is missing at {AXE_SCRIPT}: run `bash scripts/setup.sh`")
+    base, folder = request.getfixturevalue("site" if edition == "student" else "instructor_site")
+    pages = _built_pages(folder)
+    assert len(pages) > len(_page_paths()), f"{edition}: expected every ToC page and more, found {pages}"
+    pages.append(SEARCH_RESULTS)  # the search page as it shows results, drawn by the page's script
+    failures, reported = [], {}
+    axe = AXE_SCRIPT.read_text(encoding="utf-8")
+    context, page, problems = _open(browser, base + pages[0], VIEWPORTS["desktop"], init_script=axe)
+    try:
+        for index, path in enumerate(pages):
+            if index:
+                page.emulate_media(color_scheme="light")
+                page.goto(base + path, wait_until="load")
+            _wait_for_math(page)
+            if path == SEARCH_RESULTS:
+                page.wait_for_selector("#search-results ul.search li", timeout=15000)
+            page.evaluate(MARK_REPEATED_CODE_TOKENS)
+            page.evaluate(AXE_CONFIGURE)
+            for mode, only in AXE_PASSES:
+                page.emulate_media(color_scheme=mode)
+                page.wait_for_function(f"() => document.documentElement.dataset.theme === '{mode}'", timeout=5000)
+                page.wait_for_function(SETTLED, timeout=5000)
+                for violation in page.evaluate(RUN_AXE, {"runOnly": only, "resultTypes": ["violations"]}):
+                    for node in violation["nodes"]:
+                        rule, impact = violation["rule"], violation["impact"]
+                        where = f"{path} ({mode} mode): {rule} ({impact}: {violation['help']})"
+                        if impact in AXE_FAILING_IMPACTS:
+                            failures.append(f"{where} at {node['target']}: {node['html']}")
+                        else:
+                            reported.setdefault(f"{rule} ({impact})", []).append(f"{path} ({mode}) {node['target']}")
+        assert not problems["outside"], f"{edition}: requests to other hosts {problems['outside']}"
+    finally:
+        context.close()
+    if reported:
+        summary = "; ".join(f"{rule}: {len(where)} elements, e.g. {where[0]}" for rule, where in reported.items())
+        warnings.warn(f"axe-core, {edition} edition, minor or moderate: {summary}", stacklevel=1)
+    assert not failures, f"axe-core, {edition} edition: {len(failures)} critical or serious violations:\n" + "\n".join(
+        failures
+    )
+
+
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_sidebar_title_takes_at_most_two_lines(edition, request, browser):
+    """The book's title at the top of the navigation (the instructor edition's is the longer) wraps to
+    at most two lines at desktop width (autograder/authoring/book_theme/static/course.css)."""
+    base, _ = request.getfixturevalue("site" if edition == "student" else "instructor_site")
+    context, page, _ = _open(browser, base + "intro.html", VIEWPORTS["desktop"])
+    try:
+        title, lines = page.evaluate(
+            """() => {
+                const title = document.querySelector('.bd-sidebar-primary .logo__title');
+                const range = document.createRange();
+                range.selectNodeContents(title);
+                const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                return [title.textContent.trim(), tops.size];
+            }"""
+        )
+    finally:
+        context.close()
+    assert 1 <= lines <= 2, f"{edition}: the sidebar's title {title!r} takes {lines} lines, expected at most 2"
+
+
+KEYBOARD_PAGE = "chapters/03_attention_steps/03_attention_steps.html"
+
+
+def _focus_is_drawn(page) -> bool:
+    """Whether the focused element looks different from the same element unfocused (its box and
+    6 px around it, where an outline or a shadow would be drawn); focus is put back afterwards."""
+    box = page.evaluate(
+        "() => { const r = document.activeElement.getBoundingClientRect(); return [r.x, r.y, r.width, r.height] }"
+    )
+    clip = {"x": max(0, box[0] - 6), "y": max(0, box[1] - 6), "width": box[2] + 12, "height": box[3] + 12}
+    page.wait_for_function(SETTLED, timeout=5000)
+    focused = page.screenshot(clip=clip)
+    page.evaluate("() => { window.focusedForTest = document.activeElement; document.activeElement.blur(); }")
+    page.wait_for_function(SETTLED, timeout=5000)
+    blurred = page.screenshot(clip=clip)
+    page.evaluate("() => window.focusedForTest.focus()")
+    return focused != blurred
+
+
+def test_keyboard_focus_is_visible_and_the_skip_link_works(site, browser):
+    """With the keyboard alone, on a chapter page at desktop width (the theme's chrome is the same on
+    every page of both editions): the first Tab reaches the skip link, shown on screen; every later
+    stop up to the article (sidebar, navigation, the article's header buttons) shows where the focus
+    is; Enter on the skip link sends the next Tab into the page's main content."""
+    base, _ = site
+    context, page, _ = _open(browser, base + KEYBOARD_PAGE, VIEWPORTS["desktop"])
+    try:
+        page.keyboard.press("Tab")
+        page.wait_for_function(SETTLED, timeout=5000)
+        skip = page.evaluate(
+            """() => { const e = document.activeElement, r = e.getBoundingClientRect();
+                       const shown = r.top >= 0 && r.bottom <= innerHeight && r.width > 0;
+                       return [e.textContent.trim(), e.getAttribute('href'), shown] }"""
+        )
+        assert skip[:2] == ["Skip to main content", "#main-content"] and skip[2], f"first Tab: {skip}"
+        unseen, stops = [], 0
+        for _ in range(60):
+            page.keyboard.press("Tab")
+            where = page.evaluate(
+                """() => { const e = document.activeElement;
+                           return [e.closest('article') !== null, e.tagName + ' ' + (e.getAttribute('aria-label')
+                                   || e.getAttribute('title') || e.textContent).trim().slice(0, 60)] }"""
+            )
+            if where[0]:
+                break
+            stops += 1
+            if not _focus_is_drawn(page):
+                unseen.append(where[1])
+        else:
+            pytest.fail("60 Tabs did not reach the article")
+        assert stops >= 15, f"only {stops} stops before the article: the sidebar's links are missing"
+        assert not unseen, f"no visible focus indicator on {unseen}"
+        page.goto(base + KEYBOARD_PAGE, wait_until="load")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Tab")
+        inside = page.evaluate("() => document.activeElement.closest('#main-content') !== null")
+        assert inside, "after Enter on the skip link, Tab does not land in the main content"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_the_sidebar_toggle_works_from_the_keyboard(site, browser, width):
+    """The article header's menu button (the one a reader sees) hides the chapter list at desktop width
+    and opens it at phone width, where it is the only way to reach the other chapters."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    base, _ = site
+    context, page, _ = _open(browser, base + KEYBOARD_PAGE, VIEWPORTS[width])
+    try:
+        toggle = page.locator("button.primary-toggle:visible")
+        assert toggle.count() == 1, f"{width}: {toggle.count()} visible sidebar toggles, expected one"
+        toggle.focus()
+        page.keyboard.press("Enter")
+        if width == "desktop":
+            done, outcome = (
+                "() => document.querySelector('#pst-primary-sidebar').classList.contains('pst-sidebar-hidden')",
+                "hide",
+            )
+        else:
+            done, outcome = "() => document.querySelector('#pst-primary-sidebar-modal').open", "open"
+        try:
+            page.wait_for_function(done, timeout=5000)
+        except PlaywrightTimeout:
+            pytest.fail(f"{width}: Enter on the visible sidebar toggle did not {outcome} the chapter list")
+        if width == "phone":
+            shown = page.eval_on_selector_all(
+                "#pst-primary-sidebar-modal nav.bd-links a",
+                "links => links.filter(a => a.offsetParent).map(a => a.href)",
+            )
+            missing = [a for a in course.assignments() if not any(f"/chapters/{a}/{a}.html" in href for href in shown)]
+            assert not missing, f"the opened chapter list does not show {missing}: {shown}"
+    finally:
+        context.close()

@@ -2,7 +2,8 @@
 
 A tiny run (seconds on a 2-core CPU) writes a results file with both models, trained on the same
 capped data and evaluated on every test length; greedy decoding agrees with a plain re-decoding of the
-prefix; and the shipped results file is what the command it names writes.
+prefix; the attention maps it stores are the models' attention weights (the Transformer's recomputed from its
+weights, head by head); and the shipped results file is what the command it names writes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import torch
 
 from attention_course import assets
 from attention_course.data import BOS_ID, EOS_ID, PAD_ID
+from attention_course.toy_translation import build_vocabularies
+from autograder.reference.ch07_transformer import sinusoidal_positions
 from experiments import data, evaluation, transformer
 
 
@@ -83,3 +86,49 @@ def test_shipped_results_are_what_their_command_writes():
     for kind, model in shipped["models"].items():
         assert model["steps"] == shipped["config"]["steps"], kind
         assert any(b in model["by_length"] for b in beyond), f"{kind}: no test sentence beyond the training lengths"
+
+
+def test_the_transformers_maps_are_its_cross_attention_weights_head_by_head():
+    """The first decoder layer's map, recomputed from its weights: softmax(q k^T / sqrt(d_k)) per head, with q the
+    normalised decoder states after causal self-attention and k the memory, both projected (pre-norm layer)."""
+    torch.manual_seed(0)
+    config = transformer.CONFIGS["tiny"]
+    src_vocab, tgt_vocab = build_vocabularies()
+    model = transformer.build("transformer", config, len(src_vocab), len(tgt_vocab)).eval()
+    english, french = transformer.MAP_PAIRS[1]
+    found = transformer.attention_maps("transformer", model, [(english, french)], src_vocab, tgt_vocab, "cpu")
+    got = torch.tensor(found["maps"][0])  # (n_layers, n_heads, T_dec, T_enc)
+    src = torch.tensor([src_vocab.encode(english)])
+    target = tgt_vocab.encode(french)
+    tgt_in = torch.tensor([[BOS_ID] + target[:-1]])
+    T_dec, T_enc, H = len(target), src.shape[1], config.n_heads
+    with torch.no_grad():
+        memory, _ = model.encode(src, torch.tensor([T_enc]))
+        layer = model.decoder_layers[0]
+        y = model.tgt_embedding(tgt_in) * math.sqrt(config.d_model) + sinusoidal_positions(T_dec, config.d_model)
+        h = layer.norm1(y)
+        y = y + layer.self_attn(h, h, h, attn_mask=~torch.ones(T_dec, T_dec, dtype=torch.bool).tril())[0]
+        W_Q, W_K, _ = layer.multihead_attn.in_proj_weight.chunk(3)
+        b_Q, b_K, _ = layer.multihead_attn.in_proj_bias.chunk(3)
+        q = (layer.norm2(y) @ W_Q.T + b_Q).reshape(T_dec, H, -1).transpose(0, 1)  # (H, T_dec, d_k)
+        k = (memory[0] @ W_K.T + b_K).reshape(T_enc, H, -1).transpose(0, 1)  # (H, T_enc, d_k)
+        expected = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), dim=-1)
+    assert tuple(got.shape) == (config.n_layers, H, T_dec, T_enc)
+    torch.testing.assert_close(got[0], expected, atol=1e-4, rtol=0)
+    assert len(found["translations"]) == 1
+
+
+def test_the_rnns_maps_are_its_attention_weights():
+    torch.manual_seed(0)
+    config = transformer.CONFIGS["tiny"]
+    src_vocab, tgt_vocab = build_vocabularies()
+    model = transformer.build("rnn_attention", config, len(src_vocab), len(tgt_vocab)).eval()
+    english, french = transformer.MAP_PAIRS[0]
+    got = torch.tensor(
+        transformer.attention_maps("rnn_attention", model, [(english, french)], src_vocab, tgt_vocab, "cpu")["maps"][0]
+    )
+    src = torch.tensor([src_vocab.encode(english)])
+    tgt_in = torch.tensor([[BOS_ID] + tgt_vocab.encode(french)[:-1]])
+    with torch.no_grad():
+        expected = model.forward_with_weights(src, torch.tensor([src.shape[1]]), tgt_in)[1][0]
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=0)

@@ -143,7 +143,7 @@ class MultiHeadAttention(nn.Module):
 def tutorial_attention(embedded, hidden, W_attn, b_attn, encoder_outputs):
     """The attention of the original PyTorch seq2seq tutorial (variant 5).
 
-    embedded: (B, d_e), the previous output word's embedding; hidden: (B, d), the decoder state;
+    embedded: (B, d_e), the previous output word's embedding; hidden: (B, d), the previous decoder state s_(t-1);
     W_attn: (L, d_e + d); b_attn: (L,); encoder_outputs: (B, L, d), encoder states padded to L positions.
     weights = softmax(W_attn [embedded; hidden] + b_attn) over the L positions (embedded first);
     context[b] = sum_j weights[b, j] * encoder_outputs[b, j]. Returns (context (B, d), weights (B, L)).

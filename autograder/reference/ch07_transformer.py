@@ -29,6 +29,74 @@ def sinusoidal_positions(length, dim):
     return P.float()
 
 
+# Your chapter 04 code (optional, not graded): paste it between the two lines of quotes, in place of what is there.
+YOUR_CHAPTER_04_CODE = r'''
+def dot_score(q, k):
+    """Dot-product scores (Luong "dot").
+
+    q: (B, T_q, d_k), k: (B, T_k, d_k). Returns (B, T_q, T_k) with entry [b, i, j] = q[b, i] . k[b, j].
+    """
+    return q @ k.transpose(-2, -1)  # (B, T_q, d_k) @ (B, d_k, T_k)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """Scaled dot-product attention (Vaswani et al., 2017).
+
+    q: (B, T_q, d_k), k: (B, T_k, d_k), v: (B, T_k, d_v).
+    mask: None, or bool broadcastable to (B, T_q, T_k); True where query i may attend to key j.
+    Returns (out, weights): weights (B, T_q, T_k) = softmax over the keys of q k^T / sqrt(d_k),
+    exactly 0 where mask is False; out (B, T_q, d_v) = weights @ v. Same dtype as the inputs.
+    """
+    scores = dot_score(q, k) / math.sqrt(k.shape[-1])
+    if mask is not None:  # forbidden pairs get -inf, hence weight exactly 0
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights  # (B, T_q, d_v), (B, T_q, T_k)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with the numbers of nn.MultiheadAttention(embed_dim, num_heads, batch_first=True).
+
+    Attributes: q_proj, k_proj, v_proj, out_proj, each nn.Linear(embed_dim, embed_dim, bias=bias).
+    Head h uses features h * d_k .. (h + 1) * d_k - 1 of the projections, d_k = embed_dim // num_heads.
+    forward(query (B, T_q, d_model), key (B, T_k, d_model), value (B, T_k, d_model),
+            key_padding_mask=None (bool (B, T_k), True at real keys),
+            attn_mask=None (bool (T_q, T_k), True = may attend))
+    -> (out (B, T_q, d_model), weights (B, T_q, T_k) averaged over the heads).
+    """
+
+    def __init__(self, embed_dim, num_heads, bias=True):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
+        self.num_heads = num_heads  # each head gets embed_dim // num_heads features
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+
+    def forward(self, query, key, value, key_padding_mask=None, attn_mask=None):
+        """(B, T_q, d_model), (B, T_k, d_model), (B, T_k, d_model) -> (out (B, T_q, d_model), head-averaged weights (B, T_q, T_k))."""
+        B, T_q, d_model = query.shape  # d_model = embed_dim
+        n_heads = self.num_heads  # d_k = d_model // n_heads
+
+        def split_heads(x):  # (B, T, d_model) -> (B, n_heads, T, d_k)
+            return x.reshape(B, x.shape[1], n_heads, d_model // n_heads).transpose(1, 2)
+
+        q = split_heads(self.q_proj(query))
+        k = split_heads(self.k_proj(key))
+        v = split_heads(self.v_proj(value))
+        mask = None
+        if key_padding_mask is not None:  # True at real keys
+            mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
+        if attn_mask is not None:  # (T_q, T_k), True = may attend
+            mask = attn_mask if mask is None else mask & attn_mask  # broadcasts to (B, 1, T_q, T_k)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, n_heads, T_q, d_k), (B, n_heads, T_q, T_k)
+        concatenated = heads.transpose(1, 2).reshape(B, T_q, d_model)
+        return self.out_proj(concatenated), weights.mean(dim=1)
+'''
+
+
 class TransformerEncoderLayer(nn.Module):
     """One Transformer encoder layer: self-attention and a feed-forward network, each with a
     residual connection and layer normalisation (pre-norm when norm_first, else post-norm).

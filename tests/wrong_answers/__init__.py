@@ -167,8 +167,11 @@ def chapter(assignment: str) -> Chapter:
 
 
 def exercises(assignment: str) -> list[str]:
-    """The exercises of a chapter (answer cells' grade_ids), in notebook order."""
-    return list(chapter(assignment).answers)
+    """The exercises of a chapter (answer cells' grade_ids), in notebook order. An answer cell without a visible
+    test cell is run with the others but is no exercise (chapter 07's optional, ungraded cell where a student may
+    paste chapter 04's code)."""
+    ch = chapter(assignment)
+    return [grade_id for grade_id in ch.answers if f"{grade_id}_visible" in ch.tests]
 
 
 def test_cells(assignment: str, exercise: str) -> tuple[str, str]:
@@ -292,8 +295,10 @@ def _run_test(grade_id: str, source: str, namespace: dict, answers: dict) -> Cel
 def run(assignment: str, variant: Variant) -> Outcome:
     """Run ``variant.exercise``'s test cells on the reference answers with ``variant`` swapped in."""
     ch = chapter(assignment)
-    if variant.exercise not in ch.answers:
-        raise HarnessError(f"{assignment}: no exercise {variant.exercise!r} (exercises: {', '.join(ch.answers)})")
+    if variant.exercise not in exercises(assignment):
+        raise HarnessError(
+            f"{assignment}: no exercise {variant.exercise!r} (exercises: {', '.join(exercises(assignment))})"
+        )
     return _run(assignment, variant.exercise, variant.apply(ch.answers[variant.exercise]), variant)
 
 
@@ -301,8 +306,10 @@ def reference_outcomes(assignment: str) -> dict[str, Outcome]:
     """exercise -> the outcome of the reference answers (both test cells must pass)."""
     ch = chapter(assignment)
     return {
-        exercise: _run(assignment, exercise, source, Variant(exercise, "the reference", source=source))
-        for exercise, source in ch.answers.items()
+        exercise: _run(
+            assignment, exercise, ch.answers[exercise], Variant(exercise, "the reference", source=ch.answers[exercise])
+        )
+        for exercise in exercises(assignment)
     }
 
 
