@@ -195,7 +195,7 @@ def _inputs_digest(source: Path) -> str:
     outputs, configuration, MathJax), the book's Sphinx extension and theme files, and the installed
     packages' versions (jupyter-book, Sphinx, the theme, ...)."""
     digest = hashlib.sha256(b"book-v1")
-    extension = sorted(p for p in (course.AUTOGRADER / "authoring").rglob("*") if p.is_file() and "book" in p.name)
+    extension = sorted((course.AUTOGRADER / "authoring").glob("book*.py"))  # book.py, book_extension.py
     theme = course.AUTOGRADER / "authoring" / "book_theme"
     files = [
         *(p for p in sorted(source.rglob("*")) if p.is_file() and "_build" not in p.relative_to(source).parts),
