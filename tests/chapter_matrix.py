@@ -104,7 +104,8 @@ def features_of(nb: nbformat.NotebookNode) -> set[str]:
     """:func:`features` of an instructor notebook."""
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     libraries = set().union(*(_imported(cell.source) for cell in code)) - set(sys.stdlib_module_names)
-    found = {f"imports {name}" for name in libraries - {"autograder"}}  # every hidden test imports autograder
+    # every hidden test imports autograder; every kernel has IPython (IPython.display)
+    found = {f"imports {name}" for name in libraries - {"autograder", "IPython", "ipykernel"}}
     if any(is_written_answer(cell) for cell in nb.cells):
         found.add("written answers")
     if any(is_test_cell(cell) and "record_ops" in cell.source for cell in nb.cells):

@@ -30,7 +30,13 @@ def _cell(kind: str, source: str, **nbgrader):
 
 def test_features_are_read_from_the_cells():
     """Positive and negative controls of the detector on small notebooks."""
-    plain = new_notebook(cells=[_cell("code", "import math, json\nfrom os import path\nimport numpy as np")])
+    plain = new_notebook(
+        cells=[
+            _cell(
+                "code", "import math, json\nfrom os import path\nimport numpy as np\nfrom IPython.display import HTML"
+            )
+        ]
+    )
     assert features_of(plain) == {"imports numpy"}
     rich = new_notebook(
         cells=[
@@ -61,3 +67,16 @@ def test_each_representative_still_brings_what_its_reason_says():
         a: sorted(claimed - features(a)) for a in representatives() if (claimed := REPRESENTATIVES[a][1]) - features(a)
     }
     assert not stale, f"representative chapters that no longer bring what tests/chapter_matrix.py says: {stale}"
+
+
+def test_a_release_runs_the_full_matrix():
+    """The workflow's test job sets the full matrix's variable for a version tag (so a release waits for every
+    chapter through every path) and for a run started by hand."""
+    import yaml
+    from chapter_matrix import FULL_MATRIX_VARIABLE
+
+    workflow = yaml.safe_load((course.ROOT / ".github" / "workflows" / "course.yml").read_text())
+    steps = [step for step in workflow["jobs"]["test"]["steps"] if step.get("run", "").strip().endswith("-m pytest")]
+    assert len(steps) == 1, f"the test job runs pytest in {len(steps)} steps"
+    expression = steps[0].get("env", {}).get(FULL_MATRIX_VARIABLE, "")
+    assert "refs/tags/v" in expression and "workflow_dispatch" in expression and "'1'" in expression, expression
