@@ -8,7 +8,8 @@ the set-up of several processes under ``torchrun``).
   (``experiments.transformer``, both models on the same batches).
 
 Every step is chapter 05's ``train_step`` (reference implementation): masked cross-entropy, gradient clipping at
-1.0, bf16 autocast on CUDA (:func:`autocast_dtype`).
+1.0, bf16 autocast on CUDA (:func:`autocast_dtype`). Under ``torchrun`` the replicas' gradients are combined by
+:func:`token_weighted_ddp`, so that a step is the step of the per-token mean over the union of their batches.
 """
 
 from __future__ import annotations
@@ -68,6 +69,46 @@ def start_distributed(device: torch.device):
     return device, True, dist.get_rank(), dist.get_world_size()
 
 
+class TokenShare:
+    """The state of :func:`token_weighted_allreduce`: this replica's share ``n_r / N`` of the step's real target
+    tokens (``n_r`` its own, ``N`` those of all replicas)."""
+
+    def __init__(self, group=None):
+        self.group = group
+        self.share = 1.0
+
+    def set_tokens(self, tokens: int, device: torch.device) -> None:
+        """Before each step: add up the replicas' counts of real target tokens (one small all-reduce)."""
+        total = torch.tensor([float(tokens)], device=device)
+        dist.all_reduce(total, group=self.group)
+        self.share = tokens / float(total)
+
+
+def token_weighted_allreduce(state, bucket):
+    """A DDP communication hook: each replica's gradients times its share of the tokens, summed over the replicas.
+    ``state`` is a :class:`TokenShare`, ``bucket`` a ``dist.GradBucket``; returns a ``torch.futures.Future`` of the
+    bucket's new gradients (no annotations: DDP checks them, and this module's are strings).
+
+    Replica ``r``'s loss is the mean over its ``n_r`` real target tokens, so its gradient is ``grad(S_r) / n_r``
+    (``S_r`` the sum of its tokens' losses). DDP's default hook averages: ``(1/R) sum_r grad(S_r) / n_r``, which is
+    the gradient of the per-token mean over the union of the batches, ``grad(sum_r S_r) / N``, only when every
+    ``n_r`` is the same. Weighting by ``n_r / N`` before summing gives that gradient for any counts."""
+    buffer = bucket.buffer()
+    buffer.mul_(state.share)
+    work = dist.all_reduce(buffer, group=state.group, async_op=True)
+    return work.get_future().then(lambda future: future.value()[0])
+
+
+def token_weighted_ddp(model: nn.Module, device: torch.device):
+    """``model`` wrapped in DistributedDataParallel with :func:`token_weighted_allreduce` in place of DDP's averaging.
+    Returns ``(wrapped, share)``: call ``share.set_tokens(real target tokens of this replica's batch, device)``
+    before every step."""
+    wrapped = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    share = TokenShare()
+    wrapped.register_comm_hook(share, token_weighted_allreduce)
+    return wrapped, share
+
+
 def stop_distributed() -> None:
     """Wait for every process, then leave the process group (the end of :func:`start_distributed`)."""
     dist.barrier()
@@ -100,8 +141,8 @@ def train(
 ):
     """Train one of chapter 05's models (``kind``: ``attention`` or ``plain``) for ``config.epochs`` epochs;
     returns ``(model, history)``. With ``workdir`` a checkpoint is written after every epoch and training
-    resumes from it. Under ``torchrun`` the model is wrapped in DistributedDataParallel and each rank trains
-    on every ``world_size``-th batch."""
+    resumes from it. Under ``torchrun`` the model is wrapped in DistributedDataParallel (:func:`token_weighted_ddp`)
+    and each rank trains on every ``world_size``-th batch."""
     distributed = dist.is_available() and dist.is_initialized()
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     seed_everything(config.seed)
@@ -117,11 +158,9 @@ def train(
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, elapsed_before = state["epoch"], state["history"], state["elapsed"]
         log(f"resumed {kind} from {checkpoint} after epoch {start_epoch}")
-    trained = model
+    trained, share = model, None
     if distributed:
-        trained = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
-        )
+        trained, share = token_weighted_ddp(model, device)
     amp_dtype = autocast_dtype(device)
     train_pairs = encoded["train"]
     valid_batches = fixed_batches(encoded["valid"])
@@ -137,6 +176,8 @@ def train(
         losses, tokens, out_of_time, epoch_started = [], 0, False, time.perf_counter()
         for step, indices in enumerate(batches):
             batch = make_batch([train_pairs[i] for i in indices])
+            if share is not None:
+                share.set_tokens(int((batch["tgt_out"] != PAD_ID).sum()), device)
             losses.append(train_step(trained, batch, optimizer, PAD_ID, amp_dtype=amp_dtype, clip_norm=1.0))
             tokens += int(batch["lengths"].sum()) + int((batch["tgt_out"] != PAD_ID).sum())
             progress.update(1)

@@ -19,7 +19,11 @@ EOS included: the tokens the loss is computed on; the same definition for every 
    Transformer as ``experiments.transformer`` builds it (``--config medium``: d_model 80, 4 heads,
    d_ff 256, 2 + 2 layers, about as many parameters as the RNN);
 4. **batched, GPU** and **Transformer, GPU** (only where CUDA is present): 1. and 3. on the GPU
-   under bfloat16 autocast, as the training programs train there.
+   under bfloat16 autocast, as the training programs train there;
+5. **chapter 05's notebook demo, CPU**: the seconds that the in-notebook training run of chapter 05
+   ("Training in the notebook") takes: the same loop (4000 training sentences of
+   ``make_splits(4000, 300, 0, seed=1)``, embeddings 32 and states 64, Adam at 3e-3, length-bucketed
+   batches of 64, the validation loss every 10 steps) for its fixed 400 steps, on one thread as there.
 
 The RNN lines train the attention model of ``experiments.translation`` (``GRUEncoder`` and
 chapter 05's ``AttentionDecoder``, built by ``build_model``) at the size of one of its
@@ -36,23 +40,36 @@ GPU, ``torch.cuda.max_memory_allocated``.
 How to run it, from the repository root:
 
     .venv/bin/python scripts/benchmark_training.py [--seconds 15] [--threads N] [--config medium]
-                                                   [--batch-sizes 64 256 512]
+                                                   [--batch-sizes 64 256 512] [--out FILE]
 
-``--threads`` sets PyTorch's CPU threads for every line (default: PyTorch's own default, usually
-one per core).
+``--threads`` sets PyTorch's CPU threads for every line but the notebook demo's (default: PyTorch's
+own default, usually one per core). ``--out FILE`` appends the run (every line's figures, the
+ratios, the machine: CPU model, cores, threads, torch, and the load average at its start and end) to
+the JSON file ``FILE``, creating it if needed, with the rates per second of wall-clock time and per
+second of the process's CPU time. On one thread, a rate per CPU second is close to what an idle core
+gives even while other work shares the machine (it then only gets fewer CPU seconds), which is what
+makes runs on a shared machine comparable; with several threads, threads that wait for each other
+count too, and the load changes everything. Chapter 05 quotes the runs recorded in
+``attention_course/assets/benchmark_training.json``, made by running, several times,
+
+    .venv/bin/python scripts/benchmark_training.py --threads 1 --out attention_course/assets/benchmark_training.json
+
+(delete the file first to start a new series).
 
 How long: about ``7 x (--seconds + 10 s)`` on a CPU-only machine (the 10 s start each process:
 importing PyTorch, generating the sentences, warming up), so about three minutes with the default
-15 s, and 6 more lines with CUDA. This is a benchmark, not a test: the figures depend on the machine
-and on whatever else runs on it, so on a shared machine repeat it (and try ``--threads 1``) before
-trusting an absolute number.
+15 s, the notebook demo's 15 s or so, and 6 more lines with CUDA. This is a benchmark, not a test:
+the figures depend on the machine and on whatever else runs on it, so on a shared machine repeat it
+(and try ``--threads 1``) before trusting an absolute number.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import platform
 import resource
 import subprocess
 import sys
@@ -67,8 +84,15 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from attention_course.data import BOS_ID, PAD_ID  # noqa: E402
-from attention_course.toy_translation import build_vocabularies, encode_pairs, generate_pairs  # noqa: E402
-from autograder.reference.ch05_gpu_training import length_bucketed_batches, train_step  # noqa: E402
+from attention_course.toy_translation import build_vocabularies, encode_pairs, generate_pairs, make_splits  # noqa: E402
+from attention_course.translation import GRUEncoder, Seq2Seq  # noqa: E402
+from autograder.reference.ch05_gpu_training import (  # noqa: E402
+    AttentionDecoder,
+    length_bucketed_batches,
+    masked_cross_entropy,
+    pad_batch,
+    train_step,
+)
 from experiments import transformer  # noqa: E402
 from experiments.config import CONFIGS  # noqa: E402
 from experiments.data import make_batch  # noqa: E402
@@ -76,13 +100,27 @@ from experiments.models import build_model  # noqa: E402
 from experiments.training import seed_everything  # noqa: E402
 
 TARGET_RATIO = 50.0
-KINDS = ("cpu-batched", "cpu-per-sentence", "cpu-transformer", "gpu-batched", "gpu-transformer")
+KINDS = ("cpu-batched", "cpu-per-sentence", "cpu-transformer", "gpu-batched", "gpu-transformer", "cpu-notebook-demo")
 LABELS = {
     "cpu-batched": "batched, CPU",
     "cpu-per-sentence": "per-sentence loop, CPU",
     "cpu-transformer": "Transformer, CPU",
     "gpu-batched": "batched, GPU",
     "gpu-transformer": "Transformer, GPU",
+    "cpu-notebook-demo": "chapter 05's notebook demo, CPU",
+}
+# Chapter 05's in-notebook run ("Training in the notebook"): its data, sizes and fixed number of steps.
+DEMO = {
+    "num_train": 4000,
+    "num_valid": 300,
+    "data_seed": 1,
+    "emb_dim": 32,
+    "hidden_dim": 64,
+    "batch_size": 64,
+    "lr": 3e-3,
+    "steps": 400,
+    "validate_every": 10,
+    "threads": 1,
 }
 
 
@@ -141,15 +179,73 @@ def per_sentence_step(model, optimizer, source, target, clip_norm: float = 1.0) 
     return loss.item()
 
 
+def measure_notebook_demo(steps: int = DEMO["steps"]) -> dict:
+    """Chapter 05's in-notebook training run, timed: the loop of its "Training in the notebook" cell with the
+    reference answers, :data:`DEMO`'s sizes, for ``steps`` steps (the notebook's 400 by default), on one
+    thread. Returns the seconds it took (wall and CPU) and its last validation loss."""
+    torch.set_num_threads(DEMO["threads"])
+
+    def notebook_batch(pairs):  # the notebook's make_batch, with chapter 05's pad_batch
+        src, lengths = pad_batch([s for s, _ in pairs], PAD_ID)
+        tgt_in, _ = pad_batch([[BOS_ID] + t[:-1] for _, t in pairs], PAD_ID)
+        tgt_out, _ = pad_batch([t for _, t in pairs], PAD_ID)
+        return {"src": src, "lengths": lengths, "tgt_in": tgt_in, "tgt_out": tgt_out}
+
+    splits = make_splits(DEMO["num_train"], DEMO["num_valid"], 0, seed=DEMO["data_seed"])
+    src_vocab, tgt_vocab = build_vocabularies()
+    train_data = encode_pairs(splits["train"], src_vocab, tgt_vocab)
+    valid_batch = notebook_batch(encode_pairs(splits["valid"], src_vocab, tgt_vocab))
+    src_lengths = [len(src) for src, _ in train_data]
+    start, cpu_start = time.perf_counter(), time.process_time()
+    torch.manual_seed(0)
+    model = Seq2Seq(
+        GRUEncoder(len(src_vocab), DEMO["emb_dim"], DEMO["hidden_dim"]),
+        AttentionDecoder(len(tgt_vocab), DEMO["emb_dim"], DEMO["hidden_dim"]),
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=DEMO["lr"])
+    step, epoch, valid_loss = 0, 0, float("nan")
+    while step < steps:
+        for indices in length_bucketed_batches(src_lengths, DEMO["batch_size"], seed=epoch):
+            train_step(model, notebook_batch([train_data[i] for i in indices]), optimizer, PAD_ID)
+            step += 1
+            if step % DEMO["validate_every"] == 0:
+                with torch.no_grad():
+                    model.eval()
+                    logits = model(valid_batch["src"], valid_batch["lengths"], valid_batch["tgt_in"])
+                    model.train()
+                valid_loss = float(masked_cross_entropy(logits.float(), valid_batch["tgt_out"], PAD_ID))
+            if step == steps:
+                break
+        epoch += 1
+    return {
+        "kind": "cpu-notebook-demo",
+        "steps": step,
+        "threads": torch.get_num_threads(),
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": time.process_time() - cpu_start,
+        "final_valid_loss": valid_loss,
+        "peak_rss_mb": rss_mb(),
+    }
+
+
 def transformer_config(config_name: str) -> transformer.Config:
     """The Transformer of ``experiments.transformer`` sized for ``config_name`` (medium's sizes otherwise)."""
     return transformer.CONFIGS.get(config_name, transformer.CONFIGS["medium"])
 
 
 def measure(
-    kind: str, config_name: str, seconds: float, threads: int | None, pool: int, batch_size: int, seed: int = 0
+    kind: str,
+    config_name: str,
+    seconds: float,
+    threads: int | None,
+    pool: int,
+    batch_size: int,
+    seed: int = 0,
+    demo_steps: int = DEMO["steps"],
 ) -> dict:
     """Train for ``seconds`` (after a warm-up) in this process; returns the figures of one line."""
+    if kind == "cpu-notebook-demo":
+        return measure_notebook_demo(demo_steps)
     if threads is not None:
         torch.set_num_threads(threads)
     config = CONFIGS[config_name]
@@ -233,6 +329,7 @@ def run_worker(kind: str, args, batch_size: int) -> dict:
     """Run one measurement in a fresh Python process (its own peak memory and thread pool)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--seconds", str(args.seconds)]
     command += ["--config", args.config, "--pool", str(args.pool), "--batch-sizes", str(batch_size)]
+    command += ["--demo-steps", str(args.demo_steps)]
     env = dict(os.environ)
     if args.threads is not None:
         command += ["--threads", str(args.threads)]
@@ -244,6 +341,12 @@ def run_worker(kind: str, args, batch_size: int) -> dict:
 
 
 def describe(result: dict) -> str:
+    if result["kind"] == "cpu-notebook-demo":
+        return (
+            f"{LABELS[result['kind']] + ':':<38} {result['seconds']:9.1f} s for {result['steps']} steps  "
+            f"[{result['threads']} thread, {result['cpu_seconds']:.1f} CPU seconds, last validation loss "
+            f"{result['final_valid_loss']:.3f}; peak RSS {result['peak_rss_mb']:.0f} MB]"
+        )
     added = result["peak_rss_mb"] - result["rss_before_mb"]
     memory = f"peak RSS {result['peak_rss_mb']:.0f} MB (+{added:.0f} MB while timed)"
     if "gpu_peak_mb" in result:
@@ -272,16 +375,24 @@ def main(argv=None) -> int:
         default=None,
         help="batch sizes of the batched trainers (default: the configuration's, 256 and 512)",
     )
+    parser.add_argument("--out", type=Path, default=None, help="append this run to a JSON file (see above)")
+    parser.add_argument(
+        "--demo-steps", type=int, default=DEMO["steps"], help="steps of the notebook demo (default: the notebook's)"
+    )
     parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)  # internal: one measurement
     args = parser.parse_args(argv)
     if args.worker is not None:
         batch_size = args.batch_sizes[0] if args.batch_sizes else CONFIGS[args.config].batch_size
-        print(json.dumps(measure(args.worker, args.config, args.seconds, args.threads, args.pool, batch_size)))
+        figures = measure(
+            args.worker, args.config, args.seconds, args.threads, args.pool, batch_size, demo_steps=args.demo_steps
+        )
+        print(json.dumps(figures))
         return 0
 
     config = CONFIGS[args.config]
     sizes = transformer_config(args.config)
     batch_sizes = args.batch_sizes or sorted({config.batch_size, 256, 512})
+    started, load_at_start = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     print(
         f"models: the attention model of experiments.translation, config {args.config!r} (embeddings "
         f"{config.emb_dim}, hidden {config.hidden_dim}); the Transformer of experiments.transformer "
@@ -302,6 +413,8 @@ def main(argv=None) -> int:
             print(describe(results["per-sentence"]), flush=True)
     if "gpu" not in devices:
         print("batched, GPU: skipped (CUDA is not available)")
+    results["notebook-demo"] = run_worker("cpu-notebook-demo", args, DEMO["batch_size"])
+    print(describe(results["notebook-demo"]), flush=True)
 
     def best(device: str, model: str) -> dict:
         return max((results[(device, model, b)] for b in batch_sizes), key=lambda r: r["tokens_per_second"])
@@ -337,7 +450,69 @@ def main(argv=None) -> int:
             f"Transformer / RNN with attention, batched on the GPU: {gpu_tf['tokens_per_second']:.0f} vs "
             f"{gpu_rnn['tokens_per_second']:.0f} target tokens/s"
         )
+    if args.out is not None:
+        run = {
+            "started": started.isoformat(timespec="seconds"),
+            "load_average_at_start": [round(x, 2) for x in load_at_start],
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+            "torch": torch.__version__,
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "threads": rnn["threads"],
+            "config": args.config,
+            "seconds_per_line": args.seconds,
+            "per_sentence_tokens_per_second": per_sentence,
+            "batched_tokens_per_second": {
+                str(b): results[("cpu", "batched", b)]["tokens_per_second"] for b in batch_sizes
+            },
+            "transformer_tokens_per_second": {
+                str(b): results[("cpu", "transformer", b)]["tokens_per_second"] for b in batch_sizes
+            },
+            "ratio": {str(b): results[("cpu", "batched", b)]["tokens_per_second"] / per_sentence for b in batch_sizes},
+            "per_sentence_tokens_per_cpu_second": results["per-sentence"]["tokens_per_cpu_second"],
+            "batched_tokens_per_cpu_second": {
+                str(b): results[("cpu", "batched", b)]["tokens_per_cpu_second"] for b in batch_sizes
+            },
+            "ratio_per_cpu_second": {
+                str(b): results[("cpu", "batched", b)]["tokens_per_cpu_second"]
+                / results["per-sentence"]["tokens_per_cpu_second"]
+                for b in batch_sizes
+            },
+            "notebook_demo": results["notebook-demo"],
+            "lines": [r for r in results.values()],
+        }
+        record(args.out, run)
+        print(f"run appended to {args.out}")
     return 0
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo; platform's answer elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def record(path: Path, run: dict) -> None:
+    """Append ``run`` to the runs of the JSON file ``path`` (created with its header if missing)."""
+    header = {
+        "made_by": "python scripts/benchmark_training.py --threads 1 --out FILE",
+        "what": "target tokens per second of chapter 05's batched trainer (train_step on length-bucketed batches) "
+        "and of a per-sentence loop (PyTorch's classic translation tutorial), the same model, loss and optimiser, "
+        "float32 on the CPU, per second of wall-clock time and per second of the process's CPU time; ratio = "
+        "batched / per-sentence, per batch size; notebook_demo: the seconds (wall-clock and CPU) of chapter 05's "
+        "in-notebook training run (400 steps, one thread). One entry of runs per run of the script; the load "
+        "average says how busy the machine was.",
+        "runs": [],
+    }
+    data = json.loads(path.read_text()) if path.exists() else header
+    data["runs"].append(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from autograder.authoring import claims
 
 # Chapters whose quoted figures are not all declared yet. The chapter's author removes the
 # chapter from this set once its figures are claims or not-claims; the coordinator empties it.
-NOT_YET_CHECKED = {"05_gpu_training"}
+NOT_YET_CHECKED: set[str] = set()
 
 
 def _notebook(assignment: str):
@@ -135,3 +135,29 @@ def test_output_claims_read_the_named_cell():
     assert claims.output_problems(good, {"demo": code}) == []
     bad = _cell("dropped to 0.52", claims=[{"text": "0.52", "cell": "demo", "output": r"after 10 steps (\S+)"}])
     assert claims.output_problems(bad, {"demo": code}), "0.52 is not what the cell printed"
+
+
+def test_bounds_are_tight_inequalities():
+    """A bound in the prose ("at most 2.1", "above 90") is checked as the inequality at the text's precision,
+    and a tight one: rounding alone would let 2.14 pass as "at most 2.1", or 89.6 as "above 90"."""
+
+    def bounded(text, value, bound, spec):
+        claim = {"text": text, "result": "bottleneck_results.json", "value": f"seed + {value}", "format": spec}
+        return _cell(f"the two differ by {text} points", claims=[{**claim, "bound": bound}])
+
+    assert claims.problems_with(bounded("at most 2.1", 2.07, "max", ".1f"), {}) == []
+    assert claims.problems_with(bounded("at most 2.1", 2.14, "max", ".1f"), {}), "2.14 > 2.1"
+    assert claims.problems_with(bounded("at most 3.0", 2.07, "max", ".1f"), {}), "true, but not the tight bound"
+    assert claims.problems_with(bounded("above 90", 90.2, "min", ".0f"), {}) == []
+    assert claims.problems_with(bounded("above 90", 89.6, "min", ".0f"), {}), "89.6 < 90"
+    assert claims.problems_with(bounded("none (0 %)", 0.0, "max", ".0f"), {}) == []
+    assert claims.problems_with(bounded("none (0 %)", 0.4, "max", ".0f"), {}), "0.4 % is not none"
+    assert any("'max' or 'min'" in p for p in claims.problems_with(bounded("at most 2.1", 2.07, "most", ".1f"), {}))
+
+    code = nbformat.v4.new_code_cell("print(...)", id="demo")
+    code.outputs = [nbformat.v4.new_output("stream", text="largest difference 2.07\n")]
+    text = {"text": "2.1", "cell": "demo", "output": r"largest difference (\S+)"}
+    assert claims.output_problems(_cell("at most 2.1", claims=[{**text, "bound": "max"}]), {"demo": code}) == []
+    code.outputs = [nbformat.v4.new_output("stream", text="largest difference 2.14\n")]
+    assert claims.output_problems(_cell("at most 2.1", claims=[{**text, "bound": "max"}]), {"demo": code})
+    assert claims.output_problems(_cell("at most 2.1", claims=[text]), {"demo": code}) == [], "2.14 rounds to 2.1"

@@ -84,9 +84,11 @@ def test_gpu_check_refuses_without_cuda(tmp_path):
     assert not out.exists(), "a refused run must write nothing"
 
 
-def test_benchmark_prints_its_lines():
-    arguments = ["--seconds", "1", "--threads", "1", "--config", "tiny", "--pool", "300", "--batch-sizes", "32", "256"]
-    result = run_script("benchmark_training.py", *arguments, timeout=400)  # seven Python processes on a busy machine
+def test_benchmark_prints_its_lines(tmp_path):
+    out = tmp_path / "benchmark.json"
+    arguments = ["--seconds", "1", "--threads", "1", "--config", "tiny", "--pool", "300", "--batch-sizes", "32", "256",
+                 "--demo-steps", "5", "--out", str(out)]  # fmt: skip
+    result = run_script("benchmark_training.py", *arguments, timeout=400)  # eight Python processes on a busy machine
     assert result.returncode == 0, f"benchmark_training.py failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     lines = result.stdout.splitlines()
     expected = ["batched, CPU, batches of 32:", "batched, CPU, batches of 256:", "Transformer, CPU, batches of 32:",
@@ -111,6 +113,18 @@ def test_benchmark_prints_its_lines():
     assert any(line.startswith("Transformer / RNN with attention, batched on the CPU:") for line in lines), (
         result.stdout
     )
+    demo = [line for line in lines if line.startswith("chapter 05's notebook demo, CPU:")]
+    assert len(demo) == 1 and "s for 5 steps" in demo[0] and "1 thread" in demo[0], result.stdout
+    # --out appends the run, with the machine and the load, to a JSON file (the shipped one is made this way)
+    run = json.loads(out.read_text())["runs"][-1]
+    assert set(run["ratio"]) == set(run["batched_tokens_per_second"]) == {"32", "256"}, run
+    for size, ratio in run["ratio"].items():
+        assert ratio == pytest.approx(run["batched_tokens_per_second"][size] / run["per_sentence_tokens_per_second"])
+        per_cpu = run["batched_tokens_per_cpu_second"][size] / run["per_sentence_tokens_per_cpu_second"]
+        assert run["ratio_per_cpu_second"][size] == pytest.approx(per_cpu)
+    assert run["threads"] == 1 and run["cores"] >= 1 and run["torch"] == torch.__version__ and run["cpu"], run
+    assert len(run["load_average_at_start"]) == 3 and len(run["load_average_at_end"]) == 3, run
+    assert run["notebook_demo"]["steps"] == 5 and run["notebook_demo"]["threads"] == 1, run["notebook_demo"]
 
 
 def test_per_sentence_loop_computes_the_batched_models_loss():

@@ -15,6 +15,15 @@ book), under ``claims``, a list of objects:
   that quotes several numbers ("51 to 65 times") carries one claim per number, with the same
   text: every number in a claim's text must be one of its claims' formatted values.
 
+  A number that the prose states as a **bound** ("differs by at most 2.1 points", "stays above
+  90", "gets none right (0 %)") carries ``"bound": "max"`` (the text's number is an upper bound
+  of the value) or ``"bound": "min"`` (a lower bound). The value is then rounded towards the
+  bound, up for ``max`` and down for ``min``, at the precision of ``format`` (whose type must be
+  ``d``, ``f`` or ``%``), and that is what must occur in the text: 2.07 gives "2.1" for
+  ``max`` (2.07 <= 2.1) while 2.14 gives "2.2", so "at most 2.1" no longer passes once the value
+  is 2.14; 90.2 gives "90" for ``min`` and 89.6 gives "89". The check is the inequality at
+  the text's precision, and a tight one: a looser bound ("at most 3" for 2.07) is refused too.
+
 - **from a cell's printed output** (the instructor notebook's one graded run)::
 
     {"text": "0.51", "cell": "c22-code", "output": "rho = 0.9: norm after 10 steps (\\\\S+)"}
@@ -24,7 +33,10 @@ book), under ``claims``, a list of objects:
   each number of ``text`` occurs somewhere in that output. Numbers compare at the precision the
   text writes them: "0.51" matches a printed 5.10e-01 or 0.5098, "1.6 \\times 10^{-5}" a printed
   1.60e-05, "94%" a printed 94 or 93.7 (the regular expression picks which printed number);
-  ``"scale": 100`` multiplies the printed numbers first ("98%" for a printed 0.98).
+  ``"scale": 100`` multiplies the printed numbers first ("98%" for a printed 0.98). With a
+  regular expression, ``"bound": "max"`` or ``"min"`` reads each number of the text as a bound of
+  the printed one, as above: the printed number rounded up (``max``) or down (``min``) at the
+  text's precision.
 
 A figure that is not a result (a definition, a target, chance, a quotation from a paper) is
 listed under ``not_claims``, a list of texts of the cell. :func:`figures` finds the figures
@@ -80,9 +92,16 @@ class Number:
     start: int
     end: int
 
-    def matches(self, printed: float) -> bool:
-        """Whether ``printed`` rounds to this number at the precision it is written with."""
-        return abs(abs(printed) - self.value) <= self.quantum / 2 * (1 + 1e-9) + 1e-12 * self.value
+    def matches(self, printed: float, bound: str | None = None) -> bool:
+        """Whether ``printed`` rounds to this number at the precision it is written with; with ``bound``
+        ("max" or "min"), whether this number is ``printed`` rounded up (max) or down (min) at that precision:
+        a tight upper or lower bound of it."""
+        printed, slack = abs(printed), 1e-9 * self.quantum + 1e-12 * self.value
+        if bound == "max":
+            return printed <= self.value + slack and self.value - self.quantum < printed - slack
+        if bound == "min":
+            return self.value - slack <= printed and printed < self.value + self.quantum - slack
+        return abs(printed - self.value) <= self.quantum / 2 * (1 + 1e-9) + 1e-12 * self.value
 
 
 def numbers(text: str) -> list[Number]:
@@ -148,6 +167,24 @@ def evaluate(claim: dict):
     return eval(claim["value"], {"__builtins__": {}, **FUNCTIONS, **names})  # an author's expression
 
 
+BOUNDS = ("max", "min")
+_SPEC = re.compile(r"^(?P<head>.*?)(?:\.(?P<precision>\d+))?(?P<type>[dfF%])$")
+
+
+def directed_format(value, spec: str, bound: str) -> str:
+    """``format(value, spec)`` with the value rounded towards the bound at the precision of ``spec``: up for
+    "max" (the text's number must be at least the value), down for "min". ``spec``'s type is d, f, F or %."""
+    match = _SPEC.match(spec)
+    if bound not in BOUNDS or not match:
+        raise ValueError(f"a bound is 'max' or 'min', with a format of type d, f or % (got {bound!r}, {spec!r})")
+    kind, precision = match["type"], int(match["precision"] or (0 if match["type"] == "d" else 6))
+    scale = (100 if kind == "%" else 1) * 10**precision
+    scaled = float(value) * scale
+    slack = 1e-9 * max(1.0, abs(scaled))  # 2.0 * 10 is 20.000000000000004: not a reason to round up to 21
+    steps = math.ceil(scaled - slack) if bound == "max" else math.floor(scaled + slack)
+    return format(steps, spec) if kind == "d" else format(steps / scale, spec)
+
+
 def problems_with(cell, code_cells: dict[str, object]) -> list[str]:
     """Everything wrong with a markdown cell's claims and not-claims, except output values (those need the
     executed notebook: :func:`output_problems`). ``code_cells``: the notebook's code cells by id."""
@@ -166,17 +203,24 @@ def problems_with(cell, code_cells: dict[str, object]) -> list[str]:
             continue
         if cell.source.count(text) > 1:
             problems.append(f"{where}: claim text {text!r} occurs {cell.source.count(text)} times: make it unique")
+        if "bound" in claim and claim["bound"] not in BOUNDS:
+            problems.append(f"{where}: claim {text!r}: 'bound' is 'max' or 'min', not {claim['bound']!r}")
+            continue
         if "output" in claim:
             problems += _output_claim_problems(where, claim, code_cells)
         elif {"result", "value", "format"} <= set(claim):
+            bound = claim.get("bound")
             try:
-                shown = format(evaluate(claim), claim["format"])
+                value = evaluate(claim)
+                shown = directed_format(value, claim["format"], bound) if bound else format(value, claim["format"])
             except Exception as error:  # the author's expression or file
                 problems.append(f"{where}: claim {text!r}: {claim['value']!r} on {claim['result']}: {error!r}")
                 continue
             if shown not in text:
+                rounded = f" ({value!r}, rounded {'up' if bound == 'max' else 'down'} for a bound)" if bound else ""
                 problems.append(
-                    f"{where}: claim {text!r}: {claim['result']} gives {claim['value']} = {shown}, not in the text"
+                    f"{where}: claim {text!r}: {claim['result']} gives {claim['value']} = {shown}{rounded}, "
+                    "not in the text"
                 )
             by_text.setdefault(text, []).append(shown)
         else:
@@ -201,6 +245,8 @@ def _output_claim_problems(where: str, claim: dict, code_cells: dict) -> list[st
     if not isinstance(claim.get("scale", 1), (int, float)):
         return [f"{where}: output claim {text!r}: 'scale' must be a number"]
     if pattern is True:
+        if "bound" in claim:
+            return [f"{where}: output claim {text!r}: a bound needs a regular expression that picks the printed number"]
         return []
     if not isinstance(pattern, str):
         return [f"{where}: output claim {text!r}: 'output' is true or a regular expression"]
@@ -251,13 +297,16 @@ def output_problems(cell, executed_cells: dict[str, object]) -> list[str]:
                 f"{where}: {claim['output']!r} not found in the output of {claim['cell']!r}:\n{printed[-1500:]}"
             )
             continue
+        bound = claim.get("bound")
         for n, group in zip(quoted, match.groups()):
             try:
                 value = float(group.replace("−", "-").rstrip("%")) * claim.get("scale", 1)
             except (TypeError, ValueError):
                 value = math.nan
-            if not n.matches(value):
-                problems.append(f"{where}: the text says {n.literal}, {claim['cell']!r} printed {group}")
+            if not n.matches(value, bound):
+                side = "upper" if bound == "max" else "lower"
+                as_bound = f" (the text's number as the {side} bound)" if bound else ""
+                problems.append(f"{where}: the text says {n.literal}, {claim['cell']!r} printed {group}{as_bound}")
     return problems
 
 

@@ -55,6 +55,19 @@ WRONG = [
         return outputs, outputs[torch.arange(src.size(0)), lengths - 1]
 """,
     ),
+    Variant(
+        "Encoder",
+        "forward run under torch.no_grad() (as in the demo cells): no gradient reaches the encoder",
+        source=ENCODER_HEAD
+        + """
+    def forward(self, src, lengths):
+        with torch.no_grad():
+            packed = pack_padded_sequence(self.embedding(src), lengths.cpu(), batch_first=True, enforce_sorted=False)
+            packed_outputs, final = self.rnn(packed)
+            outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=src.size(1))
+        return outputs, final.squeeze(0)
+""",
+    ),
     # Exercise 2.2, Decoder
     Variant(
         "Decoder",
@@ -93,6 +106,11 @@ class Decoder(nn.Module):
         hidden = self.rnn(self.embedding(y_prev), hidden)
         return self.out(hidden), hidden
 ''',
+    ),
+    Variant(
+        "Decoder",
+        "the given state detached (hidden.detach()): no gradient flows back to the encoder",
+        replace=[(DECODER_STATE, DECODER_STATE.replace("hidden.unsqueeze(0)", "hidden.detach().unsqueeze(0)"))],
     ),
     # Exercise 2.3, teacher_forcing_loss
     Variant(
@@ -143,6 +161,16 @@ class Decoder(nn.Module):
         "the sum over tokens instead of the mean",
         replace=[("ignore_index=pad_id)", "ignore_index=pad_id, reduction='sum')")],
     ),
+    Variant(
+        "teacher_forcing_loss",
+        "0 hard-coded as the padding id (ignore_index=0)",
+        replace=[("ignore_index=pad_id)", "ignore_index=0)")],
+    ),
+    Variant(
+        "teacher_forcing_loss",
+        "1 hard-coded as the BOS id",
+        replace=[("y_prev = torch.full_like(tgt[:, 0], bos_id)", "y_prev = torch.full_like(tgt[:, 0], 1)")],
+    ),
     # Exercise 2.4, greedy_decode
     Variant(
         "greedy_decode", "rows go on after their EOS (no padding)", replace=[(".masked_fill(finished, pad_id)", "")]
@@ -176,6 +204,21 @@ class Decoder(nn.Module):
                 "logits, hidden = decoder(torch.full_like(y_prev, bos_id), hidden)",
             )
         ],
+    ),
+    Variant(
+        "greedy_decode",
+        "1 hard-coded as the BOS id",
+        replace=[("y_prev = torch.full_like(src[:, 0], bos_id)", "y_prev = torch.full_like(src[:, 0], 1)")],
+    ),
+    Variant(
+        "greedy_decode",
+        "2 hard-coded as the EOS id",
+        replace=[("finished = finished | (y_prev == eos_id)", "finished = finished | (y_prev == 2)")],
+    ),
+    Variant(
+        "greedy_decode",
+        "0 hard-coded as the padding id",
+        replace=[(".masked_fill(finished, pad_id)", ".masked_fill(finished, 0)")],
     ),
     # Exercise 2.5, exact_match_by_length
     Variant(

@@ -197,6 +197,18 @@ WRONG = [
         "the mask broadcast over the wrong axis",
         replace=[("~src_mask[:, None, :]", "~src_mask[:, :, None]")],
     ),
+    Variant(
+        "batched_dot_attention",
+        "keeps the first src_mask.sum() positions of each row (assumes the padding is at the end)",
+        replace=[
+            (
+                MASK,
+                "lengths = src_mask.sum(dim=-1, keepdim=True)                       # (B, 1)\n"
+                "    trailing = torch.arange(H.shape[1], device=H.device)[None, :] < lengths\n"
+                '    scores = scores.masked_fill(~trailing[:, None, :], float("-inf"))',
+            )
+        ],
+    ),
 ]
 
 VALID = [
@@ -218,6 +230,17 @@ def softmax(e, axis=-1):
     return np.exp(e - log_z)
 ''',
     ),
+    Variant(
+        "softmax",
+        "float32 arithmetic, the result returned in float64",
+        source='''
+def softmax(e, axis=-1):
+    """Stable softmax computed in float32."""
+    e = np.asarray(e, dtype=np.float32)
+    exp = np.exp(e - e.max(axis=axis, keepdims=True))
+    return (exp / exp.sum(axis=axis, keepdims=True)).astype(np.float64)
+''',
+    ),
     Variant("attention_vector", "H.T @ alpha", replace=[("return alpha @ H", "return H.T @ alpha")]),
     Variant(
         "attention_vector",
@@ -234,6 +257,13 @@ def softmax(e, axis=-1):
         "the softmax written out, with the maximum",
         replace=[
             ("return softmax(W_o @ s_tilde)", "z = W_o @ s_tilde\n    z = np.exp(z - z.max())\n    return z / z.sum()")
+        ],
+    ),
+    Variant(
+        "output_distribution",
+        "the logits computed in float32",
+        replace=[
+            ("return softmax(W_o @ s_tilde)", "return softmax(W_o.astype(np.float32) @ s_tilde.astype(np.float32))")
         ],
     ),
     Variant(

@@ -94,6 +94,14 @@ WRONG = [
         "padding mask ignored",
         replace=[("key_padding_mask=ignore, need_weights=False", "need_weights=False")],
     ),
+    Variant(
+        "TransformerEncoderLayer",
+        "functional dropout left on in evaluation mode (F.dropout without training=self.training)",
+        replace=[
+            ("self.dropout1 = nn.Dropout(dropout)   # on the attention sublayer's output", "self.p = dropout"),
+            ("return self.dropout1(out)", "return torch.nn.functional.dropout(out, self.p)"),
+        ],
+    ),
     # 7.3 TransformerDecoderLayer
     Variant(
         "TransformerDecoderLayer",
@@ -164,6 +172,14 @@ WRONG = [
             )
         ],
     ),
+    Variant(
+        "TransformerDecoderLayer",
+        "functional dropout left on in evaluation mode (F.dropout without training=self.training)",
+        replace=[
+            ("self.dropout1 = nn.Dropout(dropout)   # on each sublayer's output", "self.p = dropout"),
+            ("return self.dropout1(out)", "return torch.nn.functional.dropout(out, self.p)"),
+        ],
+    ),
     # 7.4 TransformerTranslator
     Variant(
         "TransformerTranslator",
@@ -218,6 +234,16 @@ WRONG = [
             (
                 "src_mask = positions[None, :] < lengths.to(src.device)[:, None]",
                 "src_mask = positions[None, :] >= lengths.to(src.device)[:, None]",
+            )
+        ],
+    ),
+    Variant(
+        "TransformerTranslator",
+        "source mask from the tokens, src != PAD_ID (padded positions may hold other tokens)",
+        replace=[
+            (
+                "src_mask = positions[None, :] < lengths.to(src.device)[:, None]",
+                "src_mask = src != 0",
             )
         ],
     ),
@@ -298,6 +324,14 @@ VALID = [
         replace=[
             ("~key_padding_mask   #", "key_padding_mask.logical_not()   #"),
             ("key_padding_mask=ignore, need_weights=False", "key_padding_mask=ignore"),
+        ],
+    ),
+    Variant(
+        "TransformerEncoderLayer",
+        "functional dropout with training=self.training instead of nn.Dropout modules",
+        replace=[
+            ("self.dropout1 = nn.Dropout(dropout)   # on the attention sublayer's output", "self.p = dropout"),
+            ("return self.dropout1(out)", "return torch.nn.functional.dropout(out, self.p, training=self.training)"),
         ],
     ),
     Variant(
