@@ -41,10 +41,15 @@ def cmd_generate(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from autograder.authoring.check import errors_outside_tests, grade_through_boundary
+    from autograder.authoring.check import errors_outside_tests, grade_all, grade_through_boundary
 
     failures = 0
-    for assignment in _assignments(args.assignment):
+    assignments = _assignments(args.assignment)
+    grade_all(
+        [(path, a) for a in assignments for path in (course.solution_notebook(a), course.student_notebook(a))
+         if path.exists()]
+    )  # fmt: skip
+    for assignment in assignments:
         for label, path, want_full in (
             ("reference", course.solution_notebook(assignment), True),
             ("student stub", course.student_notebook(assignment), False),
@@ -73,7 +78,10 @@ def cmd_check(args) -> int:
 
 def cmd_book(args) -> int:
     from autograder.authoring.book import build
+    from autograder.authoring.check import grade_all
 
+    # the outputs of both editions come from the instructor notebooks' graded runs: all at once first
+    grade_all([(course.solution_notebook(a), a) for a in course.assignments()])
     for edition in args.edition or ["student", "instructor"]:
         print(f"built the {edition} edition: {build(edition).relative_to(course.ROOT)}/index.html")
     return 0

@@ -11,7 +11,10 @@ trains models or builds environments. The authors' quick loop deselects them all
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+from chapter_matrix import params as representative_params
 
 from autograder import course
 from autograder.authoring import book
@@ -55,9 +58,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, tier))
 
 
+def pytest_runtest_setup(item):
+    """Every test starts with one PyTorch thread, whatever an earlier test set (the experiments' ``threads=1``
+    is process-wide): a result does not depend on which tests ran before, and training in this process does
+    not spin a second thread against the kernels and processes the suite runs beside it (on two cores, under
+    load, test_variants' tiny run took 75 s of CPU with two threads instead of 8 s with one)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 def pytest_generate_tests(metafunc):
+    """``assignment``: every chapter; for a test marked ``representatives`` (a costly path), the chapters of
+    tests/chapter_matrix.py, the others skipped unless COURSE_FULL_MATRIX=1."""
     if "assignment" in metafunc.fixturenames:
-        metafunc.parametrize("assignment", ASSIGNMENTS)
+        costly = metafunc.definition.get_closest_marker("representatives") is not None
+        metafunc.parametrize("assignment", representative_params(ASSIGNMENTS) if costly else ASSIGNMENTS)
 
 
 @pytest.fixture(scope="session")

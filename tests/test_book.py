@@ -85,3 +85,41 @@ def test_student_pages_show_the_reference_figures_and_no_traceback(student_html,
 def test_instructor_pages_show_solutions(instructor_html, assignment):
     text = (instructor_html / "solutions" / assignment / f"{assignment}.html").read_text(encoding="utf-8")
     assert "BEGIN SOLUTION" in text and "Model answer" in text
+
+
+def test_a_build_is_reused_only_from_the_same_inputs(tmp_path, monkeypatch):
+    """book.build runs jupyter-book again when any staged file changed, never after a failed build, and
+    reuses the last passing build of exactly the same inputs (README's first command builds both editions;
+    the tests read them)."""
+    import subprocess
+
+    source = tmp_path / "stage"
+    source.mkdir()
+    (source / "page.md").write_text("# one")
+    runs, outcome = [], {"returncode": 0}
+
+    def jupyter_book(command, **kwargs):
+        runs.append(command)
+        html = tmp_path / "build" / "student" / "_build" / "html"
+        html.mkdir(parents=True, exist_ok=True)
+        (html / "index.html").write_text("<h1>built</h1>")
+        (html.parent / ".doctrees").mkdir(exist_ok=True)
+        return subprocess.CompletedProcess(command, outcome["returncode"], "", "a warning")
+
+    monkeypatch.setattr(course, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(book, "stage", lambda edition: source)
+    monkeypatch.setattr(book.subprocess, "run", jupyter_book)
+    book.build("student")
+    book.build("student")
+    assert len(runs) == 1, "the same inputs were built twice"
+    (source / "page.md").write_text("# two")
+    book.build("student")
+    assert len(runs) == 2, "a changed page was not built"
+    outcome["returncode"] = 1
+    (source / "page.md").write_text("# three")
+    with pytest.raises(RuntimeError, match="a warning"):
+        book.build("student")
+    assert not (tmp_path / "build" / "student" / "_build" / ".doctrees").exists(), "a failed build kept its env"
+    outcome["returncode"] = 0
+    book.build("student")
+    assert len(runs) == 4, "a failed build was reused"

@@ -4,15 +4,27 @@ cell; the untouched stub earns none, each test failing with the stub's NotImplem
 Each notebook is graded once by the grader's own runner in its no-sandbox mode
 (autograder/authoring/check.py, cached under _build/graded/), exactly as ``python -m autograder check``
 does: the tests run in the grader, the student's code in a kernel of its own, so a test cell that
-cannot cross the boundary fails here, on every machine.
+cannot cross the boundary fails here, on every machine. The notebooks the selected tests read are
+graded first, two at a time (check.grade_all); the instructor notebooks are usually in the cache
+already, from README's first command (the book's outputs come from the same runs).
 """
 
 from __future__ import annotations
 
 import functools
 
+import pytest
+
 from autograder import course
-from autograder.authoring.check import errors_outside_tests, grade_through_boundary
+from autograder.authoring.check import errors_outside_tests, grade_all, grade_through_boundary
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _graded_two_at_a_time(request):
+    chosen = sorted(
+        {item.callspec.params["assignment"] for item in request.session.items if item.module is request.module}
+    )
+    grade_all([(path, a) for a in chosen for path in (course.solution_notebook(a), course.student_notebook(a))])
 
 
 @functools.cache

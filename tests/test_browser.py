@@ -3,15 +3,19 @@ package, driven by Playwright; no browser is downloaded), served from 127.0.0.1.
 
 For every page: no console error; every math element typeset by the local MathJax; every
 image loads; no request leaves the machine; exactly one visible h1; figures have alt text or
-a caption. Also: the schematic diagrams (SVG, six or more) load with a nonzero size and
-have alt text or a caption; internal links resolve, the search page finds chapter 03, the
-download button serves the student notebook, the launch buttons are exactly the configured
-services (autograder/authoring/publishing.py). Screenshots at desktop and phone widths go to
-``_build/screenshots/`` for a person to look at.
+a caption; on the chapter pages, every schematic diagram (an SVG) renders with a nonzero size
+and has alt text or a caption (six or more in all). Also: internal links resolve, the search
+page finds chapter 03, the download button serves the student notebook, the launch buttons are
+exactly the configured services (autograder/authoring/publishing.py). A screenshot of every page
+goes to ``_build/screenshots/`` for a person to look at: at desktop width, and at phone width too
+with ``COURSE_FULL_MATRIX=1`` (a second load of every page that checks nothing itself; the
+keyboard tests below try the phone layout).
 
 Accessibility: axe-core (npm, installed by scripts/setup.sh into .venv/npm, injected from there)
-audits every page of both editions in light and dark mode once MathJax has typeset; any critical
-or serious violation fails, with the rule, the page and the element; minor and moderate ones are
+audits every page of the student edition and, of the instructor edition, its introduction and the
+representative chapters' pages (tests/chapter_matrix.py; every page of both editions with
+``COURSE_FULL_MATRIX=1``), in light and dark mode once MathJax has typeset; any critical or serious
+violation fails, with the rule, the page and the element; minor and moderate ones are
 reported as a warning. With the keyboard alone: the skip link, a visible focus on every control of
 the theme's chrome, the sidebar's menu button at desktop and phone widths.
 """
@@ -32,6 +36,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from chapter_matrix import full_matrix, representatives
 from test_publishing import _same_url, expected_launch_urls
 
 from autograder import course
@@ -140,7 +145,8 @@ def _wait_for_math(page) -> None:
 @pytest.mark.parametrize("path", _page_paths())
 def test_page_as_a_reader_sees_it(site, browser, path):
     base, folder = site
-    for width, viewport in VIEWPORTS.items():
+    widths = VIEWPORTS if full_matrix() else {"desktop": VIEWPORTS["desktop"]}
+    for width, viewport in widths.items():
         context, page, problems = _open(browser, base + path, viewport)
         try:
             _wait_for_math(page)
@@ -176,68 +182,80 @@ def test_page_as_a_reader_sees_it(site, browser, path):
             assert not unlabelled, f"{path}: figures without alt text or caption {unlabelled}"
             if path.startswith("chapters/"):
                 assert page.locator("button.copybtn").count() > 0, f"{path}: code cells have no copy button"
+                _, not_drawn = _diagrams(page.evaluate(IMAGES_AND_DIAGRAMS), folder, path)
+                assert not not_drawn, not_drawn
         finally:
             context.close()
 
 
 DIAGRAM_ID = re.compile(r'<svg\b[^>]*\bid="diagram-([A-Za-z0-9_]+)"')
 MIN_DIAGRAMS = 6  # issue 12: "six or more diagrams load in the browser tests"
+# Every image and inline diagram of the article, each scrolled into view and decoded first.
+IMAGES_AND_DIAGRAMS = """async () => {
+    const out = [];
+    for (const i of document.querySelectorAll('article img')) {
+        i.scrollIntoView();
+        await i.decode().catch(() => null);
+        const figure = i.closest('figure');
+        const caption = figure && figure.querySelector('figcaption');
+        out.push({src: i.src, complete: i.complete, natural: [i.naturalWidth, i.naturalHeight],
+                  shown: [i.getBoundingClientRect().width, i.getBoundingClientRect().height],
+                  alt: (i.getAttribute('alt') || '').trim(),
+                  caption: caption ? caption.textContent.trim() : ''});
+    }
+    for (const s of document.querySelectorAll('article svg[id^="diagram-"]')) {
+        const r = s.getBoundingClientRect();
+        const figure = s.closest('figure');
+        const caption = figure && figure.querySelector('figcaption');
+        const title = s.querySelector('title');
+        out.push({inline: s.id.slice('diagram-'.length), complete: true, natural: [r.width, r.height],
+                  shown: [r.width, r.height], alt: title ? title.textContent.trim() : '',
+                  caption: caption ? caption.textContent.trim() : ''});
+    }
+    return out;
+}"""
 
 
-def test_schematic_diagrams_load(site, browser):
-    """Every schematic diagram (an SVG from scripts/draw_diagrams.py, shown with show_diagram) on the
-    chapter pages loads with a nonzero size and has alt text or a caption; six or more appear in all."""
-    base, folder = site
-    found, problems = {}, []
-    for path in (p for p in _page_paths() if p.startswith("chapters/")):
-        context, page, _ = _open(browser, base + path, VIEWPORTS["desktop"])  # returns after the load event
-        try:
-            images = page.evaluate(
-                """async () => {
-                    const out = [];
-                    for (const i of document.querySelectorAll('article img')) {
-                        i.scrollIntoView();
-                        await i.decode().catch(() => null);
-                        const figure = i.closest('figure');
-                        const caption = figure && figure.querySelector('figcaption');
-                        out.push({src: i.src, complete: i.complete, natural: [i.naturalWidth, i.naturalHeight],
-                                  shown: [i.getBoundingClientRect().width, i.getBoundingClientRect().height],
-                                  alt: (i.getAttribute('alt') || '').trim(),
-                                  caption: caption ? caption.textContent.trim() : ''});
-                    }
-                    for (const s of document.querySelectorAll('article svg[id^="diagram-"]')) {
-                        const r = s.getBoundingClientRect();
-                        const figure = s.closest('figure');
-                        const caption = figure && figure.querySelector('figcaption');
-                        const title = s.querySelector('title');
-                        out.push({inline: s.id.slice('diagram-'.length), complete: true, natural: [r.width, r.height],
-                                  shown: [r.width, r.height], alt: title ? title.textContent.trim() : '',
-                                  caption: caption ? caption.textContent.trim() : ''});
-                    }
-                    return out;
-                }"""
+def _diagram_name(src: str, folder: Path) -> str | None:
+    """The diagram id of an image's SVG file on the site (scripts/draw_diagrams.py names each), or None."""
+    local = folder / urllib.parse.unquote(urllib.parse.urlsplit(src).path).lstrip("/")
+    if local.suffix != ".svg" or not local.is_file():
+        return None
+    match = DIAGRAM_ID.search(local.read_text(encoding="utf-8", errors="replace"))
+    return match.group(1) if match else None
+
+
+def _diagrams(images: list[dict], folder: Path, path: str) -> tuple[set[str], list[str]]:
+    """(the schematic diagrams among a page's images, the problems with them: not rendered, no alt text
+    nor caption)."""
+    found, problems = set(), []
+    for image in images:
+        name = image.get("inline") or _diagram_name(image.get("src", ""), folder)
+        if name is None:
+            continue
+        found.add(name)
+        if not (image["complete"] and min(image["natural"]) > 0 and min(image["shown"]) > 0):
+            problems.append(
+                f"{path}: diagram {name} did not render (natural {image['natural']}, shown {image['shown']})"
             )
-        finally:
-            context.close()
-        for image in images:
-            name = image.get("inline")
-            if name is None:
-                parts = urllib.parse.urlsplit(image["src"])
-                local = folder / urllib.parse.unquote(parts.path).lstrip("/")
-                if local.suffix != ".svg" or not local.is_file():
-                    continue
-                match = DIAGRAM_ID.search(local.read_text(encoding="utf-8", errors="replace"))
-                if not match:
-                    continue
-                name = match.group(1)
+        if (not image["alt"] or "_images/" in image["alt"]) and not image["caption"]:
+            problems.append(f"{path}: diagram {name} has neither alt text nor a caption")
+    return found, problems
+
+
+def test_the_chapters_show_six_or_more_schematic_diagrams(student_html):
+    """Counted in the built pages (test_page_as_a_reader_sees_it checks, page by page in the browser, that
+    each renders and is labelled): inline SVGs and images whose SVG file carries a diagram id."""
+    found = {}
+    for path in (p for p in _page_paths() if p.startswith("chapters/")):
+        soup = BeautifulSoup((student_html / path).read_text(encoding="utf-8"), "html.parser")
+        page_url = urllib.parse.urljoin("http://site/", path)
+        names = {svg["id"].removeprefix("diagram-") for svg in soup.select('article svg[id^="diagram-"]')}
+        for img in soup.select("article img[src]"):
+            src = urllib.parse.urljoin(page_url, img["src"]).removeprefix("http://site")
+            names.add(_diagram_name(src, student_html))
+        for name in names - {None}:
             found.setdefault(name, []).append(path)
-            if not (image["complete"] and min(image["natural"]) > 0 and min(image["shown"]) > 0):
-                problems.append(
-                    f"{path}: diagram {name} did not render (natural {image['natural']}, shown {image['shown']})"
-                )
-            if (not image["alt"] or "_images/" in image["alt"]) and not image["caption"]:
-                problems.append(f"{path}: diagram {name} has neither alt text nor a caption")
-    assert not problems, problems
     assert len(found) >= MIN_DIAGRAMS, (
         f"{len(found)} schematic diagrams on the chapter pages, expected at least {MIN_DIAGRAMS}: {found}"
     )
@@ -380,9 +398,21 @@ def _built_pages(folder: Path) -> list[str]:
     return pages
 
 
+def _instructor_pages_to_audit(pages: list[str]) -> list[str]:
+    """Outside the full matrix, the instructor edition's pages to audit: its introduction (the edition's
+    longer title in the chrome) and the chapter pages of the representative chapters (tests/chapter_matrix.py),
+    which hold the markup only this edition has (solutions, hidden tests, model answers and rubrics). Its
+    other chapter pages hold the same kinds of markup with other chapters' content, its other pages the
+    student edition's content; COURSE_FULL_MATRIX=1 audits every page of both editions."""
+    chosen = [p for p in pages if p == "intro.html" or any(p.startswith(f"solutions/{a}/") for a in representatives())]
+    assert "intro.html" in chosen and len(chosen) > 1, f"the instructor pages to audit are missing: {chosen}"
+    return chosen
+
+
 @pytest.mark.parametrize("edition", book.EDITIONS)
 def test_axe_finds_nothing_serious(edition, request, browser):
-    """axe-core on every page of the edition, in light mode (every rule of AXE_TAGS) and then in dark
+    """axe-core on every page of the edition (of the instructor edition, :func:`_instructor_pages_to_audit`
+    outside the full matrix), in light mode (every rule of AXE_TAGS) and then in dark
     mode (the colour rules), once MathJax has typeset: no critical or serious violation. One page in
     one browser does every page; dark mode is the reader's own (prefers-color-scheme, which the book's
     `default_mode: auto` follows), switched on the loaded page."""
@@ -392,6 +422,8 @@ def test_axe_finds_nothing_serious(edition, request, browser):
     pages = _built_pages(folder)
     assert len(pages) > len(_page_paths()), f"{edition}: expected every ToC page and more, found {pages}"
     pages.append(SEARCH_RESULTS)  # the search page as it shows results, drawn by the page's script
+    if edition == "instructor" and not full_matrix():
+        pages = _instructor_pages_to_audit(pages)
     failures, reported = [], {}
     axe = AXE_SCRIPT.read_text(encoding="utf-8")
     context, page, problems = _open(browser, base + pages[0], VIEWPORTS["desktop"], init_script=axe)

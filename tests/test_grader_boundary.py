@@ -9,6 +9,7 @@ defect it pins down.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import gc
 import json
@@ -21,6 +22,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder import course
 from autograder.authoring import check
+from autograder.conventions import is_demo_cell, is_export_cell
 from autograder.grading import rpc, runner, sanitize, state
 from autograder.grading.agent import Agent
 from autograder.grading.sandbox import Sandbox
@@ -38,6 +40,18 @@ def loopback(namespace: dict) -> tuple[rpc.Session, Agent]:
 def _grade(assignment: str, nb, student="s", **options) -> runner.Result:
     data = nbformat.writes(nb).encode() if not isinstance(nb, bytes) else nb
     return runner.grade(student, data, assignment, runner.Options(**{**UNSAFE, **options}), slot=11)
+
+
+def _without_demos(nb):
+    """The notebook with each demo cell cut to its import statements: what a test cell may read (the imports,
+    the answers, its own exercise's cells; tests/test_wrong_answers.py checks that of every chapter), without
+    the demos' figures and training runs, which the tests below are not about."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if is_demo_cell(cell) and not is_export_cell(cell):
+            cell.source = "\n".join(statement for statement, _ in sanitize._import_statements(cell.source))
+            cell.outputs = []
+    return nb
 
 
 def _rows(result: runner.Result) -> list[tuple]:
@@ -172,9 +186,13 @@ def test_a_grader_that_sees_cuda_grades_like_one_that_does_not(monkeypatch):
         function.__module__ = "torch.cuda"  # indistinguishable from torch's own
     monkeypatch.setattr(torch.cuda, "is_available", is_available)
     monkeypatch.setattr(torch.cuda, "device_count", device_count)
-    reference = _grade("05_gpu_training", nbformat.read(course.solution_notebook("05_gpu_training"), as_version=4))
-    lost = [(c.grade_id, c.reason) for c in reference.cells if c.kind == "test" and c.score != c.max_score]
+    reference = nbformat.read(course.solution_notebook("05_gpu_training"), as_version=4)
+    graded = _grade("05_gpu_training", _without_demos(reference))
+    lost = [(c.grade_id, c.reason) for c in graded.cells if c.kind == "test" and c.score != c.max_score]
     assert not lost, lost
+    assert [c.grade_id for c in graded.cells if c.kind == "test"] == list(
+        sanitize.load_template("05_gpu_training").tests
+    )
     stub = _grade("05_gpu_training", nbformat.read(course.student_notebook("05_gpu_training"), as_version=4))
     assert [c.grade_id for c in stub.cells if c.score] == []
 

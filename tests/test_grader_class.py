@@ -1,8 +1,11 @@
 """The instructor's command end to end: a class of honest and hostile submissions of every chapter.
 
 ``grade_class`` (what ``python -m autograder grade`` runs) grades, with two parallel jobs, the
-zoo of tests/grader_zoo.py for chapter 03 and, for every other released chapter, its
-reference, its stub, a crash and a forger. The tests then read what an instructor would:
+zoo of tests/grader_zoo.py for chapter 03 and, for each other released chapter this run takes,
+its reference, its stub, a crash and a forger: the representative chapters of
+tests/chapter_matrix.py (why each, there), or every chapter with ``COURSE_FULL_MATRIX=1``. (Every
+chapter's reference earns every point and its stub none through the same runner, without the
+sandbox, on every run: test_both_ways.py.) The tests then read what an instructor would:
 grades.csv, details.csv, the feedback pages, nbgrader's gradebook, and the machine itself
 (no process, file or mount left behind). Needs root, like the sandbox.
 """
@@ -22,6 +25,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from chapter_matrix import params as representative_params
+from chapter_matrix import runs
 from grader_zoo import BASE, EXPECTED, _bytes, chapter_cases, released_assignments, stub, zoo
 
 from autograder import course
@@ -77,20 +82,24 @@ def zoo_run(tmp_path_factory, work, pool):
     return _graded(tmp_path_factory, work, pool, BASE, zoo())
 
 
+OTHER_CHAPTERS = [a for a in released_assignments() if a != BASE]
+
+
 @pytest.fixture(scope="session")
 def chapter_runs(tmp_path_factory, work, pool):
-    """Every other chapter's four submissions; the chapters are graded concurrently over the shared workers."""
+    """The four submissions of every other chapter this run takes (tests/chapter_matrix.py); the chapters
+    are graded concurrently over the shared workers."""
     from concurrent.futures import ThreadPoolExecutor
 
-    chapters = [a for a in released_assignments() if a != BASE]
+    chapters = [a for a in OTHER_CHAPTERS if runs(a)]
     for assignment in chapters:  # the gradebook learns the assignments one at a time
         gradebook.ensure_assignment(work, assignment)
     with ThreadPoolExecutor(len(chapters) or 1) as threads:
-        runs = {
+        graded = {
             a: threads.submit(_graded, tmp_path_factory, work, pool, a, chapter_cases(a), call_timeout=60)
             for a in chapters
         }
-        return {a: future.result() for a, future in runs.items()}
+        return {a: future.result() for a, future in graded.items()}
 
 
 def _cells(run, student):
@@ -159,28 +168,26 @@ def test_the_untouched_stub_fails_loudly(zoo_run):
             assert cell["score"] == "0" and "NotImplementedError" in cell["reason"], (grade_id, cell)
 
 
-def test_every_chapter_both_ways_and_hostile(chapter_runs):
+@pytest.mark.parametrize("chapter", representative_params(OTHER_CHAPTERS))
+def test_every_chapter_both_ways_and_hostile(chapter_runs, chapter):
     """As `python -m autograder check`, but through the sandbox and the call protocol: the reference passes
-    every test cell of every chapter, the untouched stub none (each with NotImplementedError)."""
-    for assignment, run in chapter_runs.items():
-        template = load_template(assignment)
-        reference, stub_cells = _cells(run, f"{assignment}-reference"), _cells(run, f"{assignment}-stub")
-        first = min((t for t in template.tests.values() if t.hidden), key=lambda t: t.index)
-        assert run["code"] == 0, assignment
-        for grade_id in template.tests:
-            assert stub_cells[grade_id]["score"] == "0", (assignment, grade_id, stub_cells[grade_id])
-            assert reference[grade_id]["reason"] == "passed", (assignment, grade_id, reference[grade_id])
-            assert "NotImplementedError" in stub_cells[grade_id]["reason"], (assignment, grade_id, stub_cells[grade_id])
-        kept = sum(float(reference[g]["score"]) for g, t in template.tests.items() if t.index <= first.index)
-        rows = run["rows"]
-        crash, forger = rows[f"{assignment}-crash"], rows[f"{assignment}-forger"]
-        assert float(crash["score"]) == kept and "kernel_died" in _flags(crash), (assignment, crash)
-        assert float(forger["score"]) == 0 and {"suspicious_code", "kernel_died"} <= _flags(forger), (
-            assignment,
-            forger,
-        )
-        assert not _flags(rows[f"{assignment}-stub"]) - {"timeout"}, rows[f"{assignment}-stub"]
-        assert not _flags(rows[f"{assignment}-reference"]) - {"timeout"}, rows[f"{assignment}-reference"]
+    every test cell of the chapter, the untouched stub none (each with NotImplementedError); a crash after
+    the first hidden test keeps the points before it, a forger that crashes earns nothing."""
+    run, template = chapter_runs[chapter], load_template(chapter)
+    reference, stub_cells = _cells(run, f"{chapter}-reference"), _cells(run, f"{chapter}-stub")
+    first = min((t for t in template.tests.values() if t.hidden), key=lambda t: t.index)
+    assert run["code"] == 0, chapter
+    for grade_id in template.tests:
+        assert stub_cells[grade_id]["score"] == "0", (chapter, grade_id, stub_cells[grade_id])
+        assert reference[grade_id]["reason"] == "passed", (chapter, grade_id, reference[grade_id])
+        assert "NotImplementedError" in stub_cells[grade_id]["reason"], (chapter, grade_id, stub_cells[grade_id])
+    kept = sum(float(reference[g]["score"]) for g, t in template.tests.items() if t.index <= first.index)
+    rows = run["rows"]
+    crash, forger = rows[f"{chapter}-crash"], rows[f"{chapter}-forger"]
+    assert float(crash["score"]) == kept and "kernel_died" in _flags(crash), (chapter, crash)
+    assert float(forger["score"]) == 0 and {"suspicious_code", "kernel_died"} <= _flags(forger), (chapter, forger)
+    assert not _flags(rows[f"{chapter}-stub"]) - {"timeout"}, rows[f"{chapter}-stub"]
+    assert not _flags(rows[f"{chapter}-reference"]) - {"timeout"}, rows[f"{chapter}-reference"]
 
 
 # ---- safety -------------------------------------------------------------------------------------------

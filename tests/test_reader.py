@@ -7,6 +7,10 @@ alone into an empty folder, its answer cells are filled in with the reference an
 instructor notebook's solution cells), and it is executed with that environment's kernel.
 Every cell must run: the setup cell finds the package, and the data the chapter reads comes
 from the wheel. Also: the wheel holds every shipped data file and no exercise solution.
+
+Every chapter runs on every run (a chapter must run from the wheel alone: nothing else checks
+that), two at a time in the one fresh venv: each run is one kernel executing a notebook on one
+thread while this process waits, so two share a 2-core machine.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import subprocess
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -26,15 +31,25 @@ from autograder import course
 from autograder.conventions import SOLUTION, is_answer_cell, without_markers
 
 CELL_TIMEOUT_S = 600
+# The kernel talks over Unix sockets in a folder of its own: two runs starting kernels at the same moment
+# could otherwise both pick a free TCP port that only one can then bind.
 RUNNER = f"""
-import sys
+import os, shutil, sys, tempfile
 import nbformat
 from nbclient import NotebookClient
+from traitlets.config import Config
 
 nb = nbformat.read(sys.argv[1], as_version=4)
+sockets = tempfile.mkdtemp(prefix="reader-", dir="/tmp")
+config = Config()
+config.KernelManager.transport = "ipc"
+config.KernelManager.ip = os.path.join(sockets, "kernel")
 client = NotebookClient(nb, timeout={CELL_TIMEOUT_S}, kernel_name={KERNEL!r}, allow_errors=True,
-                        resources={{"metadata": {{"path": "."}}}})
-client.execute()
+                        resources={{"metadata": {{"path": "."}}}}, config=config)
+try:
+    client.execute()
+finally:
+    shutil.rmtree(sockets, ignore_errors=True)
 nbformat.write(nb, sys.argv[2])
 """
 WHERE = "import attention_course, sys; print(attention_course.__file__); print(sys.prefix)"
@@ -115,21 +130,41 @@ def filled_in(assignment: str) -> nbformat.NotebookNode:
     return student
 
 
-def test_chapter_runs_alone_with_the_wheel(reader, assignment, tmp_path):
-    python, env, setup_s = reader
-    folder = tmp_path / "download"
+def _run_alone(assignment: str, reader, scratch: Path) -> tuple[subprocess.CompletedProcess, Path, float]:
+    """The filled-in student notebook alone in an empty folder, executed with the reader's kernel:
+    (the runner's process, the folder, seconds taken)."""
+    python, env, _ = reader
+    folder = scratch / "download"
     folder.mkdir()
-    notebook = folder / f"{assignment}.ipynb"
     nb = filled_in(assignment)
     nb.cells.append(nbformat.v4.new_code_cell(WHERE))
-    nbformat.write(nb, notebook)
-    runner = tmp_path / "run.py"
+    nbformat.write(nb, folder / f"{assignment}.ipynb")
+    runner = scratch / "run.py"
     runner.write_text(RUNNER)
     started = time.monotonic()
     completed = subprocess.run(
-        [str(python), str(runner), notebook.name, "executed.ipynb"],
+        [str(python), str(runner), f"{assignment}.ipynb", "executed.ipynb"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
+    return completed, folder, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def reader_runs(request, reader, tmp_path_factory):
+    """assignment -> the Future of :func:`_run_alone`, for the chapters whose test this run selected
+    (``-k 03`` runs chapter 03 only), two at a time; each chapter's test reads its own."""
+    selected = [
+        item.callspec.params["assignment"]
+        for item in request.session.items
+        if item.module is request.module and "assignment" in getattr(getattr(item, "callspec", None), "params", {})
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yield {a: pool.submit(_run_alone, a, reader, tmp_path_factory.mktemp(f"reader-{a}")) for a in selected}
+
+
+def test_chapter_runs_alone_with_the_wheel(reader, reader_runs, assignment):
+    python, _, setup_s = reader
+    completed, folder, seconds = reader_runs[assignment].result()
     assert completed.returncode == 0, completed.stderr[-3000:]
     executed = nbformat.read(folder / "executed.ipynb", as_version=4)
     failures = [
@@ -145,5 +180,4 @@ def test_chapter_runs_alone_with_the_wheel(reader, assignment, tmp_path):
     where = "".join(o.get("text", "") for o in executed.cells[-1].outputs).split()
     assert where[0].startswith(str(python.parent.parent)), f"attention_course came from {where[0]}, not the wheel"
     assert str(course.ROOT) not in where[0]
-    timing = {"chapter": assignment, "venv_and_wheel_s": round(setup_s, 1), "run_s": round(time.monotonic() - started)}
-    print(json.dumps(timing))
+    print(json.dumps({"chapter": assignment, "venv_and_wheel_s": round(setup_s, 1), "run_s": round(seconds)}))

@@ -11,7 +11,8 @@ Each notebook is graded once and the result kept under ``_build/graded/``, keyed
 everything that can change it: the notebook and the files beside it, the instructor notebook
 (the template), the reference module, the student package and the grader's own sources.
 The instructor notebook's graded run is also the one run the book's outputs come from
-(:func:`autograder.authoring.execute.executed`).
+(:func:`autograder.authoring.execute.executed`). :func:`grade_all` grades several notebooks into
+the cache at once, one process per notebook, as ``python -m autograder book`` and ``check`` do.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -58,17 +61,29 @@ def _key(notebook_path: Path, assignment: str) -> str:
     return digest.hexdigest()
 
 
+def _target(notebook_path: Path, assignment: str) -> Path:
+    return CACHE / f"{assignment}-{notebook_path.parent.parent.name}.json"
+
+
+def _cached(notebook_path: Path, assignment: str, key: str) -> Graded | None:
+    target = _target(notebook_path, assignment)
+    if target.exists():
+        saved = json.loads(target.read_text())
+        if saved.get("key") == key:
+            return Graded(saved["status"], [CellResult(**c) for c in saved["cells"]], saved["notebook"])
+    return None
+
+
 def grade_through_boundary(notebook_path: Path, assignment: str) -> Graded:
     """Grade one notebook of ``assignment`` as the class grader does (no sandbox); cached."""
     from autograder.grading import runner
 
     notebook_path = Path(notebook_path).resolve()
-    target = CACHE / f"{assignment}-{notebook_path.parent.parent.name}.json"
+    target = _target(notebook_path, assignment)
     key = _key(notebook_path, assignment)
-    if target.exists():
-        saved = json.loads(target.read_text())
-        if saved.get("key") == key:
-            return Graded(saved["status"], [CellResult(**c) for c in saved["cells"]], saved["notebook"])
+    cached = _cached(notebook_path, assignment, key)
+    if cached is not None:
+        return cached
     workdir = Path(tempfile.mkdtemp(prefix="ag-check-", dir="/tmp"))  # short: it holds the kernel's sockets
     try:
         options = runner.Options(unsafe=True, timeout=TIMEOUT_S, call_timeout=CALL_TIMEOUT_S, workdir=workdir)
@@ -82,6 +97,35 @@ def grade_through_boundary(notebook_path: Path, assignment: str) -> Graded:
     partial.write_text(json.dumps({"key": key, **dataclasses.asdict(graded)}))
     partial.replace(target)  # atomic: a concurrent run reads the old file or the new one
     return graded
+
+
+def _one_thread() -> None:
+    """A worker of :func:`grade_all` runs the test cells on one PyTorch thread, as the class grader's workers
+    do (autograder/grading/batch.py): the kernels beside it have the other cores."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def grade_all(notebooks: list[tuple[Path, str]], jobs: int | None = None) -> None:
+    """Grade into the cache each ``(notebook, assignment)`` that is not there yet, ``jobs`` at a time
+    (default: two, or one on a one-core machine), each in a process of its own that grades as
+    :func:`grade_through_boundary` does; the callers then read the cache. A graded run is mostly one
+    kernel executing a notebook while the grader waits, so two share a 2-core machine; a failure to
+    grade is recorded in the cache as it would be by one process."""
+    pending = []
+    for notebook_path, assignment in notebooks:
+        notebook_path = Path(notebook_path).resolve()
+        if _cached(notebook_path, assignment, _key(notebook_path, assignment)) is None:
+            pending.append((notebook_path, assignment))
+    jobs = min(len(pending), jobs or min(2, os.cpu_count() or 1))
+    if jobs < 2:
+        return  # nothing to share: the callers grade what is missing themselves
+    # spawn: a fresh interpreter per worker (forking a process that runs threads, such as pytest's, is unsafe)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=spawn, initializer=_one_thread) as pool:
+        for future in [pool.submit(grade_through_boundary, path, assignment) for path, assignment in pending]:
+            future.result()
 
 
 def errors_outside_tests(graded: Graded) -> list[str]:
