@@ -69,7 +69,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -96,6 +95,7 @@ from autograder.reference.ch05_gpu_training import (  # noqa: E402
 from experiments import transformer  # noqa: E402
 from experiments.config import CONFIGS  # noqa: E402
 from experiments.data import make_batch  # noqa: E402
+from experiments.machine import cpu_capability, cpu_model  # noqa: E402
 from experiments.models import build_model  # noqa: E402
 from experiments.training import seed_everything  # noqa: E402
 
@@ -457,6 +457,7 @@ def main(argv=None) -> int:
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
             "torch": torch.__version__,
             "cpu": cpu_model(),
+            "cpu_capability": cpu_capability(),
             "cores": os.cpu_count(),
             "threads": rnn["threads"],
             "config": args.config,
@@ -484,17 +485,6 @@ def main(argv=None) -> int:
         record(args.out, run)
         print(f"run appended to {args.out}")
     return 0
-
-
-def cpu_model() -> str:
-    """The processor's model name (Linux's /proc/cpuinfo; platform's answer elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def record(path: Path, run: dict) -> None:
