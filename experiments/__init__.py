@@ -21,4 +21,5 @@ What they share, one concern a module:
 - :mod:`experiments.training`: the training loops, seeds, progress bars, precision, ``torchrun`` set-up;
 - :mod:`experiments.evaluation`: greedy decoding, exact match and BLEU by source length, soft attention rows;
 - :mod:`experiments.cli`: where things go, the parser and the options every training program takes.
+- :mod:`experiments.machine`: what every results file records about the machine that made it.
 """

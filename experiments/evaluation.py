@@ -3,10 +3,15 @@ peaked the attention maps are.
 
 - :func:`fast_greedy` (the RNN models) and :func:`transformer_greedy` (chapter 07's Transformer) decode greedily;
 - :func:`evaluate` scores greedy translations per :data:`LENGTH_BINS` bin and overall;
-- :func:`soft_row_share` measures the share of attention rows with no dominant source token.
+- :func:`soft_row_share` measures the share of attention rows with no dominant source token (for multi-head
+  attention, on the weights averaged over the heads; :func:`head_soft_row_share` measures it head by head);
+- :func:`score_statistics` measures how long the decoder and encoder states are and how large their dot
+  products: what decides whether an unscaled dot-product score saturates the softmax.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -15,7 +20,7 @@ from attention_course.translation import Seq2Seq, corpus_bleu
 from autograder.reference.ch05_gpu_training import length_bucketed_batches
 from autograder.reference.ch07_transformer import TransformerTranslator
 from experiments.data import make_batch
-from experiments.models import PlainDecoder
+from experiments.models import PlainDecoder, VariantDecoder
 
 LENGTH_BINS = [(1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 40)]  # source words, without EOS
 
@@ -150,3 +155,80 @@ def soft_row_share(model: Seq2Seq, encoded_pairs, threshold: float = 0.9, batch_
             return None
         peaks += [weights[row, : len(t), : len(s)].float().max(-1).values.cpu() for row, (s, t) in enumerate(chunk)]
     return float((torch.cat(peaks) < threshold).float().mean())
+
+
+def _decoder_states(model: Seq2Seq, batch: dict, device):
+    """The encoder states ``h_i`` ``(B, T_enc, d)``, the source mask ``(B, T_enc)`` and the decoder states ``s_t``
+    ``(B, T_dec, d)`` of an attention decoder (chapter 05's ``AttentionDecoder`` or a ``VariantDecoder``), the gold
+    translation fed to it."""
+    src = batch["src"].to(device)
+    enc_outputs, summary = model.encoder(src, batch["lengths"])
+    mask = model.source_mask(src, batch["lengths"])
+    decoder = model.decoder
+    states, _ = decoder.rnn(decoder.embedding(batch["tgt_in"].to(device)), summary.unsqueeze(0))
+    return enc_outputs, mask, states
+
+
+@torch.no_grad()
+def head_soft_row_share(model: Seq2Seq, encoded_pairs, threshold: float = 0.9, batch_size: int = 250):
+    """For the ``multi_head`` variant, the share of target rows whose largest weight is below ``threshold``, head
+    by head (the rows of all heads pooled: every head's row counts once); None for any other model.
+    :func:`soft_row_share` measures the weights averaged over the heads, which are softer than any single head's
+    whenever the heads look at different tokens."""
+    decoder = model.decoder
+    if not (isinstance(decoder, VariantDecoder) and decoder.variant == "multi_head"):
+        return None
+    model.eval()
+    device = next(model.parameters()).device
+    attention = decoder.attention
+    peaks = []
+    for start in range(0, len(encoded_pairs), batch_size):
+        chunk = encoded_pairs[start : start + batch_size]
+        enc_outputs, mask, states = _decoder_states(model, make_batch(chunk), device)
+        B, T_dec, d = states.shape
+        heads, d_k = attention.num_heads, d // attention.num_heads
+        q = attention.q_proj(states).reshape(B, T_dec, heads, d_k).transpose(1, 2)  # (B, heads, T_dec, d_k)
+        k = attention.k_proj(enc_outputs).reshape(B, -1, heads, d_k).transpose(1, 2)  # (B, heads, T_enc, d_k)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(d_k)  # (B, heads, T_dec, T_enc)
+        weights = torch.softmax(scores.masked_fill(~mask[:, None, None, :], float("-inf")), dim=-1)
+        peaks += [
+            weights[row, :, : len(t), : len(s)].float().max(-1).values.reshape(-1).cpu()
+            for row, (s, t) in enumerate(chunk)
+        ]
+    return float((torch.cat(peaks) < threshold).float().mean())
+
+
+@torch.no_grad()
+def score_statistics(model: Seq2Seq, encoded_pairs, batch_size: int = 250) -> dict | None:
+    """How long the vectors are that a dot-product score multiplies, on ``encoded_pairs`` (the gold translation
+    fed to the decoder): the mean Euclidean length of the decoder states ``s_t`` (every real target row) and of
+    the encoder states ``h_i`` (every real source position), the standard deviation and the largest absolute
+    value of the dot products ``s_t . h_i`` over every real (row, position) pair (the unscaled dot score;
+    the scaled one divides them by ``sqrt(d)``, here ``sqrt_d``), and the standard deviation of single
+    components of ``s_t`` and ``h_i``. None for a model without attention."""
+    if isinstance(model.decoder, PlainDecoder):
+        return None
+    model.eval()
+    device = next(model.parameters()).device
+    state_norms, encoder_norms, products, state_parts, encoder_parts = [], [], [], [], []
+    for start in range(0, len(encoded_pairs), batch_size):
+        chunk = encoded_pairs[start : start + batch_size]
+        enc_outputs, _, states = _decoder_states(model, make_batch(chunk), device)
+        for row, (s, t) in enumerate(chunk):
+            s_t, h_i = states[row, : len(t)].float(), enc_outputs[row, : len(s)].float()  # (T_dec, d), (T_enc, d)
+            state_norms.append(s_t.norm(dim=-1))
+            encoder_norms.append(h_i.norm(dim=-1))
+            products.append((s_t @ h_i.T).reshape(-1))
+            state_parts.append(s_t.reshape(-1))
+            encoder_parts.append(h_i.reshape(-1))
+    products = torch.cat(products)
+    return {
+        "decoder_state_norm": float(torch.cat(state_norms).mean()),
+        "encoder_state_norm": float(torch.cat(encoder_norms).mean()),
+        "dot_product_std": float(products.std()),
+        "dot_product_max_abs": float(products.abs().max()),
+        "decoder_state_component_std": float(torch.cat(state_parts).std()),
+        "encoder_state_component_std": float(torch.cat(encoder_parts).std()),
+        "sqrt_d": math.sqrt(enc_outputs.shape[-1]),
+        "pairs": len(encoded_pairs),
+    }

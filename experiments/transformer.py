@@ -50,6 +50,7 @@ from experiments.config import CONFIGS as RNN_CONFIGS
 from experiments.data import load_data
 from experiments.evaluation import LENGTH_BINS, evaluate, fast_greedy, transformer_greedy
 from experiments.exports import CHAPTER06_EXAMPLES
+from experiments.machine import describe_machine
 from experiments.models import build_model
 from experiments.training import batch_schedule, seed_everything, train_steps
 
@@ -240,6 +241,7 @@ def describe_run(config: Config, device, splits, description: str, made_by: str)
         "precision": "bf16 autocast" if device.type == "cuda" else "float32",
         "torch": torch.__version__,
         "load_average_at_start": os.getloadavg()[0],  # other work on the machine slows every figure below
+        "machine": describe_machine(device),  # the CPU model and the instruction set of PyTorch's kernels too
         "data": {
             "train_pairs": len(splits["train"]),
             "valid_pairs": len(splits["valid"]),

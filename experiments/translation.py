@@ -51,6 +51,7 @@ from experiments.config import CONFIGS, Config
 from experiments.data import describe, load_data
 from experiments.evaluation import evaluate
 from experiments.exports import MAPS_MODEL, MAPS_OUT, export_attention_maps
+from experiments.machine import describe_machine
 from experiments.training import start_distributed, stop_distributed, train
 
 
@@ -76,6 +77,7 @@ def run(
         "device": str(device),
         "torch": torch.__version__,
         "world_size": world,
+        "machine": describe_machine(device),
         "models": {},
     }
     for kind in models:

@@ -25,7 +25,16 @@ evaluation; they go to ``attention_course/assets/variants_results.json`` (``--ou
 05 reads. :func:`run_variants` does the same from Python (``scripts/gpu_check.py`` calls it with ``full``).
 
 For the attention variants the results also hold how peaked the maps are: the share of target rows of the
-test split (gold translation fed to the decoder) that put less than 90 % on their most attended source token.
+test split (gold translation fed to the decoder) that put less than 90 % on their most attended source token
+(``soft_row_share``; for multi-head attention on the weights averaged over the heads, and head by head in
+``head_soft_row_share``), and how long the decoder and encoder states are and how large their dot products,
+before and after training (``score_statistics``, ``at_initialisation``): what makes an unscaled score saturate.
+
+Every file records the machine (``machine``: CPU model, the instruction set of PyTorch's kernels, cores, threads,
+load). On one machine a run repeats bit for bit; on a processor whose kernels use another instruction set the
+trained models differ by a few points. ``--rerun`` trains the variants again and appends the run to the file's
+``reruns`` (``--seed`` to change the seed of the data, weights and batches), leaving the first run's figures,
+which chapter 05 quotes, as they were: the spread between the runs is what the chapter quotes as the noise.
 
 Configurations (:data:`CONFIGS`): ``tiny`` (seconds, for tests), ``variants`` (the shipped file: medium's
 model sizes, 12,000 training sentences, 500 updates of 64 sentences per variant, 1,000 test sentences;
@@ -38,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -49,7 +59,8 @@ from autograder.reference import ch05_gpu_training as ch05
 from experiments.cli import ASSETS, add_run_arguments, make_parser
 from experiments.config import Config
 from experiments.data import describe, load_data, make_batch
-from experiments.evaluation import evaluate, soft_row_share
+from experiments.evaluation import evaluate, head_soft_row_share, score_statistics, soft_row_share
+from experiments.machine import describe_machine
 from experiments.models import NUM_HEADS, VARIANTS, build_variant
 from experiments.training import autocast_dtype, seed_everything, synchronize, train_updates
 
@@ -85,10 +96,16 @@ def train_variant(variant: str, config: VariantsConfig, encoded, device, amp_dty
     ``(model, figures)`` with the training loss, the number of updates, the seconds and the tokens/s."""
     seed_everything(config.data.seed)  # the same initial encoder and decoder core for every variant
     model = build_variant(variant, config.data, *encoded["vocab_sizes"]).to(device)
+    rng = torch.get_rng_state()  # measuring the untrained model must not change the training
+    initial = {
+        "soft_row_share": soft_row_share(model, encoded["test"]),
+        "score_statistics": score_statistics(model, encoded["test"]),
+    }
+    torch.set_rng_state(rng)
     figures = train_updates(
         model, config.data, config.updates, encoded, device, amp_dtype, max_seconds, f"{variant:>10}", log is print
     )
-    return model, figures
+    return model, {**figures, "at_initialisation": initial}
 
 
 def measure_throughput(config: VariantsConfig, encoded, variants, device, amp_dtype=None, rounds=3, steps=10):
@@ -119,15 +136,26 @@ def measure_throughput(config: VariantsConfig, encoded, variants, device, amp_dt
 
 
 def run_variants(
-    config_name: str, out: Path | None = None, variants=VARIANTS, device=None, max_seconds=None, log=print
+    config_name: str,
+    out: Path | None = None,
+    variants=VARIANTS,
+    device=None,
+    max_seconds=None,
+    log=print,
+    seed: int | None = None,
+    rerun: bool = False,
 ):
     """Train and evaluate ``variants`` with the configuration ``config_name``; returns the results dict and,
     when ``out`` (a folder) is given, writes it to ``out/variants_results.json``.
 
     ``device`` is anything :func:`pick_device` accepts (default: CUDA if present); on CUDA the forward passes
     run under bf16 autocast. ``max_seconds`` bounds the training time of each variant (then fewer updates).
+    ``seed`` replaces the configuration's seed (data, initial weights, batches). With ``rerun``, the run is
+    appended to the ``reruns`` list of the file already in ``out`` instead of replacing the file.
     """
     config = CONFIGS[config_name]
+    if seed is not None:
+        config = dataclasses.replace(config, data=dataclasses.replace(config.data, seed=seed))
     device = ch05.pick_device(device)
     amp_dtype = autocast_dtype(device)
     src_vocab, tgt_vocab, splits, encoded = load_data(config.data)
@@ -136,7 +164,9 @@ def run_variants(
         f"of {config.data.batch_size} sentences, device {device}, {torch.get_num_threads()} CPU threads"
     )
     results = {
-        "made_by": f"python -m experiments.variants --config {config_name}",
+        "made_by": f"python -m experiments.variants --config {config_name}"
+        + (f" --seed {seed}" if seed is not None else "")
+        + (" --rerun" if rerun else ""),
         "config": {
             **{k: v for k, v in dataclasses.asdict(config.data).items() if k not in ("epochs", "max_seconds", "score")},
             "updates": config.updates,
@@ -146,6 +176,7 @@ def run_variants(
         "amp_dtype": str(amp_dtype).replace("torch.", "") if amp_dtype else "float32",
         "torch": torch.__version__,
         "cpu_threads": torch.get_num_threads(),
+        "machine": describe_machine(device),
         "labels": {v: LABELS[v] for v in variants},
         "variants": {},
     }
@@ -157,6 +188,8 @@ def run_variants(
                 model, splits["test"], encoded["test"], tgt_vocab, device, batch_size=config.eval_batch_size
             )
             soft = soft_row_share(model, encoded["test"])
+            head_soft = head_soft_row_share(model, encoded["test"])
+            statistics = score_statistics(model, encoded["test"])
         evaluation.pop("examples", None)
         results["variants"][variant] = {
             "label": LABELS[variant],
@@ -164,6 +197,8 @@ def run_variants(
             **figures,
             "eval_seconds": time.perf_counter() - started,
             "soft_row_share": soft,
+            **({"head_soft_row_share": head_soft} if head_soft is not None else {}),
+            "score_statistics": statistics,
             **evaluation,
         }
         log(
@@ -171,11 +206,18 @@ def run_variants(
             f"{figures['target_tokens_per_second']:.0f} target tokens/s, {figures['train_seconds']:.0f} s training"
         )
     add_throughput(results, config, encoded, variants, device, amp_dtype, log)
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         path = out / RESULTS_FILE
-        path.write_text(json.dumps(results, indent=1) + "\n")
-        log(f"wrote {path}")
+        if rerun:
+            shipped = json.loads(path.read_text())
+            shipped.setdefault("reruns", []).append(results)
+            path.write_text(json.dumps(shipped, indent=1) + "\n")
+            log(f"appended the run to the reruns of {path}")
+        else:
+            path.write_text(json.dumps(results, indent=1) + "\n")
+            log(f"wrote {path}")
     return results
 
 
@@ -200,6 +242,10 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--throughput-only", action="store_true", help="train nothing: measure the throughputs again into the file"
     )
+    parser.add_argument("--seed", type=int, default=None, help="another seed for the data, weights and batches")
+    parser.add_argument(
+        "--rerun", action="store_true", help="append the run to the file's reruns instead of replacing the file"
+    )
     args = parser.parse_args(argv)
     if args.throughput_only:
         path = args.out / RESULTS_FILE
@@ -217,6 +263,8 @@ def main(argv=None) -> int:
         variants=tuple(args.variants),
         device=args.device,
         max_seconds=args.max_seconds,
+        seed=args.seed,
+        rerun=args.rerun,
     )
     return 0
 

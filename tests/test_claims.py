@@ -96,13 +96,14 @@ def test_numbers_compare_at_the_written_precision():
 def test_figures_found_and_covered():
     cell = _cell(
         "Copying was 100% right, reversal 29% (chance: 10%); BLEU 92, 51 to 65 times faster, "
-        "580 tokens per second.\n\n| x | 0.96 |\n|---|---|\n\n`0.5` in code and $W_1 x$ in math are no figures.",
+        "580 tokens per second, an entropy of 0.26 nats.\n\n| x | 0.96 |\n|---|---|\n\n`0.5` in code, $W_1 x$ in "
+        "math and 8 bits (no decimal) are no figures.",
         not_claims=["10%"],
     )
     kinds = sorted(kind for kind, _, _ in claims.figures(cell.source))
-    assert kinds == ["BLEU", "percentage", "percentage", "percentage", "rate", "ratio", "table"], kinds
+    assert kinds == ["BLEU", "measurement", "percentage", "percentage", "percentage", "rate", "ratio", "table"], kinds
     left = claims.uncovered(cell)
-    assert len(left) == 6 and not any("'10'" in m for m in left), left
+    assert len(left) == 7 and not any("'10'" in m for m in left), left
 
 
 def test_a_claim_with_an_unchecked_number_is_refused():

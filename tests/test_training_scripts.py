@@ -180,3 +180,42 @@ def test_make_batch_pads_as_chapter_05s_pad_batch():
     tgt_out, _ = pad_batch([target for _, target in pairs], PAD_ID)
     for name, expected in (("src", src), ("lengths", lengths), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
         assert batch[name].dtype == torch.long and torch.equal(batch[name], expected), (name, batch[name], expected)
+
+
+def test_the_benchmarks_notebook_demo_is_chapter_05s_cell():
+    """scripts/benchmark_training.py re-implements chapter 05's in-notebook run (its DEMO constants), and chapter 05
+    quotes what it recorded (CPU seconds, the final validation loss): the constants must be the notebook's own."""
+    import re
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location("benchmark_training", SCRIPTS / "benchmark_training.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    notebook = nbformat.read(course.solution_notebook("05_gpu_training"), as_version=4)
+    cells = {cell.get("id"): cell.source for cell in notebook.cells}
+    data_cell, loop_cell = cells["cell-20"], cells["cell-34"]
+
+    def only(pattern, source):
+        found = re.findall(pattern, source)
+        assert len(found) == 1, (pattern, found)
+        return found[0]
+
+    num_train, num_valid, data_seed = only(r"make_splits\((\d+), (\d+), 0, seed=(\d+)\)", data_cell)
+    encoder_sizes = only(r"GRUEncoder\(len\(src_vocab\), (\d+), (\d+)\)", loop_cell)
+    decoder_sizes = only(r"AttentionDecoder\(len\(tgt_vocab\), (\d+), (\d+)\)", loop_cell)
+    assert encoder_sizes == decoder_sizes
+    notebook_demo = {
+        "num_train": int(num_train),
+        "num_valid": int(num_valid),
+        "data_seed": int(data_seed),
+        "emb_dim": int(encoder_sizes[0]),
+        "hidden_dim": int(encoder_sizes[1]),
+        "batch_size": int(only(r"length_bucketed_batches\(src_lengths, (\d+), seed=epoch\)", loop_cell)),
+        "lr": float(only(r"torch\.optim\.Adam\(model\.parameters\(\), lr=([\d.e-]+)\)", loop_cell)),
+        "steps": int(only(r"(?m)^STEPS = (\d+)$", loop_cell)),
+        "validate_every": int(only(r"if step % (\d+) == 0:", loop_cell)),
+        "threads": int(only(r"with cpu_threads\((\d+)\):", loop_cell)),
+        "seed": int(only(r"torch\.manual_seed\((\d+)\)\nmodel = ", loop_cell)),
+    }
+    assert benchmark.DEMO == notebook_demo

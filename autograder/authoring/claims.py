@@ -40,7 +40,7 @@ book), under ``claims``, a list of objects:
 
 A figure that is not a result (a definition, a target, chance, a quotation from a paper) is
 listed under ``not_claims``, a list of texts of the cell. :func:`figures` finds the figures
-every chapter must bind (percentages, ratios, rates per second, BLEU scores, decimals in
+every chapter must bind (percentages, ratios, rates per second, BLEU scores, decimals in nats or bits, decimals in
 tables); tests/test_claims.py checks that each one lies in a claim's or a not-claim's text.
 
 The student notebooks do not carry this metadata (:class:`ClearClaims` removes it in
@@ -77,6 +77,7 @@ FIGURES_OUTSIDE_MATH = {
         r"\bBLEU(?:\s+(?:score|scores|of|is|was|were|between|from|about|around|near|only|just|falls|fell|"
         rf"drops|dropped|rises|rose|stays|stayed|reaches|reached|at)){{0,3}}[\s(]+{_NUM}"
     ),
+    "measurement": re.compile(r"(?<![\w.])(\d+\.\d+)\s?(?:nats?|bits?)\b"),  # a decimal with a unit: "0.26 nats"
 }
 TABLE_ROW = re.compile(r"(?m)^\|.*$")
 DECIMAL = re.compile(r"(?<![\w.])(\d+\.\d+)(?![\w.])")
@@ -123,7 +124,8 @@ def _blank(pattern: re.Pattern, text: str) -> str:
 def figures(source: str) -> list[tuple[str, int, int]]:
     """(kind, start, end) of each figure in a markdown source that must be a claim or a not-claim:
     percentages (also in math), and outside math and code: ratios ("3x", "51 to 65 times"),
-    rates ("580 target tokens per second"), BLEU scores ("BLEU 92"), decimals in table rows."""
+    rates ("580 target tokens per second"), BLEU scores ("BLEU 92"), decimals with a unit of information
+    ("0.2 nats", "1.5 bits"), decimals in table rows."""
     text = _blank(CODE, source)
     found = [("percentage", m.start(1), m.end(1)) for m in PERCENTAGE.finditer(text)]
     prose = _blank(MATH, text)

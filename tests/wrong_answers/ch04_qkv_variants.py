@@ -16,6 +16,7 @@ QKV_FORWARD = "return scaled_dot_product_attention(self.q_proj(x), self.k_proj(x
 SPLIT = "return x.reshape(B, x.shape[1], n_heads, d_model // n_heads).transpose(1, 2)"
 MERGE = "concatenated = heads.transpose(1, 2).reshape(B, T_q, d_model)"
 MHA_RETURN = "return self.out_proj(concatenated), weights.mean(dim=1)"
+MHA_COMBINE = "mask = attn_mask if mask is None else mask & attn_mask  # broadcasts to (B, 1, T_q, T_k)"
 LOGITS = "logits = torch.cat([embedded, hidden], dim=-1) @ W_attn.T + b_attn  # (B, L)"
 CONTEXT = "context = (weights[:, None, :] @ encoder_outputs)[:, 0, :]  # (B, 1, L) @ (B, L, d) -> (B, d)"
 SQUEEZE = "squeezed = x.mean(dim=(2, 3))  # (B, C)"
@@ -281,6 +282,32 @@ WRONG = [
         "MultiHeadAttention",
         "attn_mask ignored",
         replace=[("mask = attn_mask if mask is None else mask & attn_mask", "pass")],
+    ),
+    Variant(
+        "MultiHeadAttention",
+        "keys and values split with the queries' length (x.reshape(B, T_q, ...)): self-attention only",
+        replace=[(SPLIT, "return x.reshape(B, T_q, n_heads, d_model // n_heads).transpose(1, 2)")],
+    ),
+    Variant(
+        "MultiHeadAttention",
+        "masks combined with | instead of &",
+        replace=[(MHA_COMBINE, "mask = attn_mask if mask is None else mask | attn_mask")],
+    ),
+    Variant(
+        "MultiHeadAttention",
+        "attn_mask replaces the key padding mask",
+        replace=[(MHA_COMBINE, "mask = attn_mask")],
+    ),
+    Variant(
+        "MultiHeadAttention",
+        "each head scaled by sqrt(T) (a scaled_dot_product_attention that took d_k from q.shape[2])",
+        replace=[
+            (
+                "heads, weights = scaled_dot_product_attention(q, k, v, mask)",
+                "heads, weights = scaled_dot_product_attention("
+                "q * math.sqrt(d_model // n_heads / q.shape[2]), k, v, mask)",
+            )
+        ],
     ),
     # Exercise 4.10, tutorial_attention
     Variant(

@@ -18,6 +18,16 @@ _CUDA_THEN_MPS = """    if torch.cuda.is_available():
 PICK_DEVICE_WRONG = [
     Variant(
         "pick_device",
+        "never considers MPS (CUDA or the CPU only)",
+        replace=[
+            (
+                'mps_ok = hasattr(torch.backends, "mps") and torch.backends.mps.is_available()',
+                "mps_ok = False",
+            )
+        ],
+    ),
+    Variant(
+        "pick_device",
         "prefers MPS to CUDA",
         replace=[
             (
@@ -433,6 +443,14 @@ DECODER_WRONG = [
     ),
     Variant(
         "AttentionDecoder",
+        "dropout 0.1 on the embeddings",
+        replace=[
+            (_INIT, _INIT + "        self.dropout = nn.Dropout(0.1)\n"),
+            (_STEP1, _STEP1.replace("self.embedding(tgt_in)", "self.dropout(self.embedding(tgt_in))")),
+        ],
+    ),
+    Variant(
+        "AttentionDecoder",
         "a learned temperature (a parameter of its own)",
         replace=[
             (_INIT, _INIT + "        self.temperature = nn.Parameter(torch.ones(()))\n"),
@@ -504,6 +522,35 @@ TRAIN_STEP_WRONG = [
     Variant("train_step", "returns a tensor", replace=[("return loss.item()", "return loss.detach()")]),
     Variant("train_step", "ignores amp_dtype", replace=[(_AUTOCAST, "if True:")]),
     Variant("train_step", "autocast hard-coded for CUDA", replace=[("device_type=device.type", 'device_type="cuda"')]),
+    Variant(
+        "train_step",
+        "the loss of the bfloat16 logits, without .float()",
+        replace=[
+            ("masked_cross_entropy(logits.float(), tgt_out, pad_id)", "masked_cross_entropy(logits, tgt_out, pad_id)")
+        ],
+    ),
+    Variant(
+        "train_step",
+        "the loss computed inside the autocast block, without .float()",
+        replace=[
+            (
+                "        logits = model(src, lengths, tgt_in)\n"
+                "    loss = masked_cross_entropy(logits.float(), tgt_out, pad_id)",
+                "        logits = model(src, lengths, tgt_in)\n"
+                "        loss = masked_cross_entropy(logits, tgt_out, pad_id)",
+            )
+        ],
+    ),
+    Variant(
+        "train_step",
+        "the device from torch.cuda.is_available(), not from the model",
+        replace=[
+            (
+                "device = next(model.parameters()).device",
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+            )
+        ],
+    ),
     Variant(
         "train_step",
         "feeds tgt_out to the model",

@@ -141,7 +141,22 @@ WRONG = [
             ("            occluded[i] = replace_id\n", ""),
         ],
     ),
+    Variant(
+        "occlusion_importance",
+        "replace_id ignored: always 0 (the padding id)",
+        replace=[("occluded[i] = replace_id", "occluded[i] = 0")],
+    ),
+    Variant(
+        "occlusion_importance",
+        "returns a torch tensor, not a NumPy array",
+        replace=[(STACK, "return torch.stack(columns, dim=1).detach()")],
+    ),
     # Exercise 6.6, gradient_x_input
+    Variant(
+        "gradient_x_input",
+        "returns a torch tensor, not a NumPy array",
+        replace=[("return torch.stack(rows).detach().cpu().numpy()", "return torch.stack(rows).detach()")],
+    ),
     Variant(
         "gradient_x_input",
         "the gradient alone, not times the input",
