@@ -1623,3 +1623,78 @@ VALID += [
         source=KV_REMEMBERS_LAST_CACHE,
     ),
 ]
+
+# wrong (hostile): the full formula, its results memorised by the inputs' shapes and sums and handed out as
+# clones on a repeated call (so that a recorded call of the same inputs would look cheap)
+TILED_MEMOISED = (
+    "_MEMO = {}\n\n\n"
+    + _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    key = (tuple(Q.shape), tuple(K.shape), Q.dtype, round(float(Q.sum()), 4), round(float(K.sum()), 4), causal)
+    if key not in _MEMO:
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            T = Q.shape[-2]
+            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -math.inf)
+        _MEMO[key] = (torch.softmax(scores, dim=-1) @ V, torch.logsumexp(scores, dim=-1))
+    return tuple(t.clone() for t in _MEMO[key])
+"""
+)
+
+# valid: cos and sin tables for positions 0 .. 4095 built once per (d, base) and kept in a dict, indexed by positions
+ROTARY_CACHED_TABLES = (
+    "_ROTARY_TABLES = {}\n\n\n"
+    + _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    key = (d, float(base))
+    if key not in _ROTARY_TABLES:
+        angles = torch.outer(torch.arange(4096, dtype=torch.float64), base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+        _ROTARY_TABLES[key] = (angles.cos(), angles.sin())                     # (4096, d/2) each
+    cos, sin = (table[positions.long()].to(x.dtype) for table in _ROTARY_TABLES[key])
+    even, odd = x[..., 0::2], x[..., 1::2]
+    y = torch.empty_like(x)
+    y[..., 0::2], y[..., 1::2] = even * cos - odd * sin, even * sin + odd * cos
+    return y
+"""
+)
+
+WRONG += [
+    Variant(
+        "tiled_attention",
+        "hostile: the formula, its results memorised by the inputs' sums and returned as clones on a repeated call",
+        source=TILED_MEMOISED,
+    ),
+]
+
+VALID += [
+    Variant(
+        "rotary_embedding",
+        "cos and sin tables for positions 0 .. 4095 built once per (d, base), kept in a dict and indexed",
+        source=ROTARY_CACHED_TABLES,
+    ),
+]
+
+WRONG += [
+    Variant(
+        "KVCacheSelfAttention",
+        "F.scaled_dot_product_attention with is_causal=True over the cached and new keys (top-left, as the statement warns)",
+        replace=[
+            (
+                "        scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)                # (B, H, T_new, T_past + T_new)\n",
+                "        out = F.scaled_dot_product_attention(heads(q), K, V, is_causal=True)\n"
+                "        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, self.embed_dim)), (K, V)\n"
+                "        scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)                # (B, H, T_new, T_past + T_new)\n",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "exponent -2 * (2i) / d: the even index 2i taken for i (arange(0, d, 2) doubled)",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = base ** (-2 * torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+]
