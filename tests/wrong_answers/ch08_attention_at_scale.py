@@ -764,3 +764,937 @@ VALID = [
     Variant("rotary_embedding", "loops over positions and pairs with math.cos", source=ROTARY_LOOPS),
     Variant("rotary_embedding", "stack and flatten, float32 angles", source=ROTARY_STACK),
 ]
+
+# ----------------------------------------------------------------------------------------------
+# More answers, written as an examiner would: other students' correct ways (loops over heads,
+# logsumexp merging, chunk / unfold blocks, preallocated caches, rotation matrices...), their
+# mistakes (off-by-one masks, log2, dropped last block...), and shortcuts that get the values
+# right by calling PyTorch's own fused attention kernel or by hiding the computation.
+# ----------------------------------------------------------------------------------------------
+
+# wrong: O from PyTorch's fused kernel on all the keys (inputs made 4-D, so that it runs the tiled
+# flash kernel and creates no T_q x T_k tensor), L computed block by block
+TILED_SDPA_WHOLE = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    lead, T_q, d_k = Q.shape[:-2], Q.shape[-2], Q.shape[-1]
+    q, k, v = (t.reshape(-1, 1, *t.shape[-2:]) for t in (Q, K, V))             # (N, 1, T, d): 4-D
+    O = F.scaled_dot_product_attention(q, k, v, is_causal=causal).reshape(*lead, T_q, V.shape[-1])
+    L = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    rows = torch.arange(T_q)[:, None]
+    for start in range(0, K.shape[-2], block_size):
+        scores = Q @ K[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(d_k)
+        if causal:
+            scores = scores.masked_fill(torch.arange(start, start + scores.shape[-1])[None, :] > rows, -math.inf)
+        L = torch.logaddexp(L, torch.logsumexp(scores, dim=-1))
+    return O, L
+"""
+)
+
+# wrong: every block's scores kept in a list and concatenated for one softmax
+TILED_BLOCKS_CONCATENATED = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q = Q.shape[-2]
+    rows = torch.arange(T_q)[:, None]
+    blocks = []
+    for start in range(0, K.shape[-2], block_size):
+        scores = Q @ K[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            scores = scores.masked_fill(torch.arange(start, start + scores.shape[-1])[None, :] > rows, -math.inf)
+        blocks.append(scores)
+    scores = torch.cat(blocks, dim=-1)                                         # (..., T_q, T_k) after all
+    return torch.softmax(scores, dim=-1) @ V, torch.logsumexp(scores, dim=-1)
+"""
+)
+
+# wrong: queries tiled too, but the causal mask compares key positions with the row's index inside the query tile
+TILED_QUERY_TILES_LOCAL_ROWS = TILED_QUERY_TILES.replace(
+    "rows = torch.arange(q_start, q_start + Q_i.shape[-2])[:, None]", "rows = torch.arange(Q_i.shape[-2])[:, None]"
+)
+
+# wrong (hostile): the formula with the recording switched off around it
+TILED_RECORDING_OFF = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    with torch._C._DisableTorchDispatch():                                     # out of the recorder's sight
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            T = Q.shape[-2]
+            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -math.inf)
+        return torch.softmax(scores, dim=-1) @ V, torch.logsumexp(scores, dim=-1)
+"""
+)
+
+# wrong (hostile): the formula computed in NumPy, turned back into tensors
+TILED_NUMPY = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    import numpy as np
+    scores = Q.numpy() @ np.swapaxes(K.numpy(), -1, -2) / math.sqrt(Q.shape[-1])
+    if causal:
+        T = Q.shape[-2]
+        scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+    m = scores.max(-1, keepdims=True)
+    weights = np.exp(scores - m)
+    total = weights.sum(-1, keepdims=True)
+    return torch.from_numpy(weights / total @ V.numpy()).to(Q.dtype), torch.from_numpy((m + np.log(total))[..., 0]).to(Q.dtype)
+"""
+)
+
+# valid: the running state kept as a logsumexp L and an output normalised at every step, merged with
+# torch.logsumexp / torch.logaddexp per block
+TILED_LOGSUMEXP_MERGE = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    L = torch.full(Q.shape[:-1], float("-inf"), dtype=Q.dtype)                 # running logsumexp
+    O = torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)               # running output, normalised
+    rows = torch.arange(T_q)[:, None]
+    for start in range(0, T_k, block_size):
+        K_j, V_j = K[..., start:start + block_size, :], V[..., start:start + block_size, :]
+        scores = Q @ K_j.transpose(-2, -1) / math.sqrt(d_k)
+        if causal:
+            scores = scores.masked_fill(torch.arange(start, start + K_j.shape[-2])[None, :] > rows, float("-inf"))
+        L_new = torch.logaddexp(L, torch.logsumexp(scores, dim=-1))           # -inf rows of a block change nothing
+        O = O * torch.exp(L - L_new)[..., None] + torch.exp(scores - L_new[..., None]) @ V_j
+        L = L_new
+    return O, L
+"""
+)
+
+# valid: blocks from torch.chunk, the causal mask of a block from torch.triu
+TILED_CHUNK_TRIU = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k = Q.shape[-2], K.shape[-2]
+    n_blocks = -(-T_k // block_size)                                           # ceil(T_k / block_size)
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    ell = torch.zeros_like(m)
+    O = Q.new_zeros(*Q.shape[:-1], V.shape[-1])
+    start = 0
+    for K_j, V_j in zip(K.chunk(n_blocks, dim=-2), V.chunk(n_blocks, dim=-2)):
+        scores = torch.matmul(Q, K_j.mT) * Q.shape[-1] ** -0.5
+        if causal:
+            future = torch.triu(torch.ones(T_q, K_j.shape[-2], dtype=torch.bool), diagonal=1 - start)   # key start + j > query i
+            scores = scores.masked_fill(future, -math.inf)
+        m_new = torch.maximum(m, scores.amax(dim=-1))
+        weights = torch.exp(scores - m_new.unsqueeze(-1))
+        scale_old = torch.exp(m - m_new)
+        ell = ell * scale_old + weights.sum(dim=-1)
+        O = O * scale_old.unsqueeze(-1) + weights @ V_j
+        m = m_new
+        start += K_j.shape[-2]
+    return O / ell.unsqueeze(-1), m + ell.log()
+"""
+)
+
+# valid: leading dimensions flattened, an explicit loop over batch entries and heads, 2-D tensors inside
+TILED_LOOP_OVER_HEADS = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    lead, T_q, T_k, d_k, d_v = Q.shape[:-2], Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]
+    Qs, Ks, Vs = Q.reshape(-1, T_q, d_k), K.reshape(-1, T_k, d_k), V.reshape(-1, T_k, d_v)
+    outputs, logsumexps = [], []
+    for n in range(Qs.shape[0]):                                               # one batch entry and head at a time
+        q = Qs[n]
+        m = torch.full((T_q,), -math.inf, dtype=Q.dtype)
+        ell = torch.zeros(T_q, dtype=Q.dtype)
+        o = torch.zeros(T_q, d_v, dtype=Q.dtype)
+        for start in range(0, T_k, block_size):
+            k, v = Ks[n, start:start + block_size], Vs[n, start:start + block_size]
+            scores = (q @ k.T) / math.sqrt(d_k)                                # (T_q, b)
+            if causal:
+                scores[torch.arange(start, start + k.shape[0])[None, :] > torch.arange(T_q)[:, None]] = -math.inf
+            m_new = torch.max(m, scores.max(dim=1).values)
+            p = torch.exp(scores - m_new[:, None])
+            ell = torch.exp(m - m_new) * ell + p.sum(dim=1)
+            o = torch.exp(m - m_new)[:, None] * o + p @ v
+            m = m_new
+        outputs.append(o / ell[:, None])
+        logsumexps.append(m + torch.log(ell))
+    return torch.stack(outputs).reshape(*lead, T_q, d_v), torch.stack(logsumexps).reshape(*lead, T_q)
+"""
+)
+
+# valid: F.scaled_dot_product_attention on one block at a time (its own block logsumexp computed
+# beside it), blocks merged with their logsumexps
+TILED_SDPA_PER_BLOCK = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    L = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    O = torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+    rows = torch.arange(T_q)[:, None]
+    for start in range(0, T_k, block_size):
+        K_j, V_j = K[..., start:start + block_size, :], V[..., start:start + block_size, :]
+        allowed = None
+        scores = Q @ K_j.transpose(-2, -1) / math.sqrt(d_k)                    # for this block's logsumexp
+        if causal:
+            allowed = torch.arange(start, start + K_j.shape[-2])[None, :] <= rows   # (T_q, b), True = may attend
+            scores = scores.masked_fill(~allowed, -math.inf)
+        L_j = torch.logsumexp(scores, dim=-1)
+        O_j = torch.nan_to_num(F.scaled_dot_product_attention(Q, K_j, V_j, attn_mask=allowed))  # rows that see no key: 0
+        L_new = torch.logaddexp(L, L_j)
+        O = O * torch.exp(L - L_new)[..., None] + O_j * torch.exp(L_j - L_new)[..., None]
+        L = L_new
+    return O, L
+"""
+)
+
+# valid: K and V padded with zero rows to whole blocks and cut with unfold, the padding masked out
+TILED_UNFOLD_PADDED = (
+    _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    n_blocks = -(-T_k // block_size)
+    pad = n_blocks * block_size - T_k
+    K_blocks = F.pad(K, (0, 0, 0, pad)).unfold(-2, block_size, block_size)     # (..., n_blocks, d_k, b)
+    V_blocks = F.pad(V, (0, 0, 0, pad)).unfold(-2, block_size, block_size)     # (..., n_blocks, d_v, b)
+    rows = torch.arange(T_q)[:, None]
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    ell = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    O = torch.zeros((*Q.shape[:-1], V.shape[-1]), dtype=Q.dtype)
+    for n in range(n_blocks):
+        cols = torch.arange(n * block_size, (n + 1) * block_size)[None, :]
+        scores = Q @ K_blocks[..., n, :, :] / math.sqrt(d_k)                    # (..., T_q, b)
+        hidden = cols >= T_k                                                    # the padding
+        if causal:
+            hidden = hidden | (cols > rows)
+        scores = scores.masked_fill(hidden, -math.inf)
+        m_new = torch.maximum(m, scores.amax(-1))
+        weights = torch.exp(scores - m_new[..., None])
+        correction = torch.exp(m - m_new)
+        ell = ell * correction + weights.sum(-1)
+        O = O * correction[..., None] + weights @ V_blocks[..., n, :, :].transpose(-2, -1)
+        m = m_new
+    return O / ell[..., None], m + torch.log(ell)
+"""
+)
+
+# wrong: autograd through PyTorch's fused kernel (inputs made 4-D: the flash kernel and its backward,
+# no T_q x T_k tensor in sight), not the block-by-block backward pass
+BACKWARD_SDPA_AUTOGRAD = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    with torch.enable_grad():
+        Q_, K_, V_ = (t.detach().reshape(-1, 1, *t.shape[-2:]).requires_grad_() for t in (Q, K, V))
+        out = F.scaled_dot_product_attention(Q_, K_, V_, is_causal=causal)
+        dQ, dK, dV = torch.autograd.grad(out, (Q_, K_, V_), dO.reshape(out.shape))
+    return dQ.reshape(Q.shape), dK.reshape(K.shape), dV.reshape(V.shape)
+"""
+)
+
+# valid: queries tiled too (dQ per block of queries, dK and dV accumulated in place)
+BACKWARD_QUERY_TILES = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    scale = 1 / math.sqrt(Q.shape[-1])
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    D = (dO * O).sum(-1)                                                       # (..., T_q)
+    dK, dV = torch.zeros_like(K), torch.zeros_like(V)
+    dQ_rows = []
+    for q0 in range(0, T_q, block_size):
+        Q_i, dO_i = Q[..., q0:q0 + block_size, :], dO[..., q0:q0 + block_size, :]
+        L_i, D_i = L[..., q0:q0 + block_size], D[..., q0:q0 + block_size]
+        rows = torch.arange(q0, q0 + Q_i.shape[-2])[:, None]
+        dQ_i = torch.zeros_like(Q_i)
+        for k0 in range(0, T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            K_j, V_j = K[..., k0:k1, :], V[..., k0:k1, :]
+            S = Q_i @ K_j.transpose(-2, -1) * scale
+            if causal:
+                S = S.masked_fill(torch.arange(k0, k1)[None, :] > rows, -math.inf)
+            P = torch.exp(S - L_i[..., None])
+            dV[..., k0:k1, :] += P.transpose(-2, -1) @ dO_i
+            dS = P * (dO_i @ V_j.transpose(-2, -1) - D_i[..., None])
+            dQ_i = dQ_i + dS @ K_j * scale
+            dK[..., k0:k1, :] += dS.transpose(-2, -1) @ Q_i * scale
+        dQ_rows.append(dQ_i)
+    return torch.cat(dQ_rows, dim=-2), dK, dV
+"""
+)
+
+# valid: ignores the given O and L and recomputes both with a forward pass over the blocks first
+BACKWARD_RECOMPUTES_FORWARD = (
+    _BACKWARD_SIGNATURE
+    + _BACKWARD_CHECKS
+    + """    scale = 1 / math.sqrt(Q.shape[-1])
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    rows = torch.arange(T_q)[:, None]
+
+    def block_scores(start):
+        scores = Q @ K[..., start:start + block_size, :].transpose(-2, -1) * scale
+        if causal:
+            scores = scores.masked_fill(torch.arange(start, start + scores.shape[-1])[None, :] > rows, -math.inf)
+        return scores
+
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)                     # first pass: O and L again
+    ell = torch.zeros_like(m)
+    out = torch.zeros_like(dO)
+    for start in range(0, T_k, block_size):
+        scores = block_scores(start)
+        m_new = torch.maximum(m, scores.amax(-1))
+        weights = torch.exp(scores - m_new[..., None])
+        ell = ell * torch.exp(m - m_new) + weights.sum(-1)
+        out = out * torch.exp(m - m_new)[..., None] + weights @ V[..., start:start + block_size, :]
+        m = m_new
+    out, lse = out / ell[..., None], m + torch.log(ell)
+    D = (dO * out).sum(-1, keepdim=True)
+    dQ, dK, dV = torch.zeros_like(Q), [], []
+    for start in range(0, T_k, block_size):                                    # second pass: the gradients
+        A = torch.exp(block_scores(start) - lse[..., None])
+        dV.append(A.transpose(-2, -1) @ dO)
+        dE = A * (dO @ V[..., start:start + block_size, :].transpose(-2, -1) - D)
+        dQ = dQ + dE @ K[..., start:start + block_size, :] * scale
+        dK.append(dE.transpose(-2, -1) @ Q * scale)
+    return dQ, torch.cat(dK, dim=-2), torch.cat(dV, dim=-2)
+"""
+)
+
+_KV_CHECKED_FORWARD = """
+    def forward(self, x, cache=None):
+        self._check(x, cache)
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        T_past = 0 if cache is None else cache[0].shape[2]
+        T = T_past + T_new
+"""
+
+# valid: the new cache preallocated (new_empty) and filled by slices, q, k, v with one view and permute,
+# the mask from tril(diagonal=T_past) and torch.where
+KV_PREALLOCATED = (
+    _KV_HEADER
+    + _KV_CHECKED_FORWARD
+    + """        K, V = x.new_empty(B, H, T, d_k), x.new_empty(B, H, T, d_k)
+        if T_past:
+            K[:, :, :T_past], V[:, :, :T_past] = cache
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)                # (B, T_new, 3 E), new tokens only
+        q, k, v = qkv.view(B, T_new, 3, H, d_k).permute(2, 0, 3, 1, 4)          # each (B, H, T_new, d_k)
+        K[:, :, T_past:], V[:, :, T_past:] = k, v
+        scores = torch.matmul(q, K.transpose(2, 3)) * d_k ** -0.5
+        allowed = torch.ones(T_new, T, dtype=torch.bool).tril(diagonal=T_past)  # bottom-right
+        scores = torch.where(allowed, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+        out = scores.softmax(dim=-1) @ V
+        return self.out_proj(out.permute(0, 2, 1, 3).reshape(B, T_new, E)), (K, V)
+"""
+)
+
+# valid: an explicit loop over heads, each with its slices of in_proj_weight, the mask written row by row
+KV_LOOP_OVER_HEADS = (
+    _KV_HEADER
+    + _KV_CHECKED_FORWARD
+    + """        W, b = self.in_proj_weight, self.in_proj_bias
+        heads, keys, values = [], [], []
+        for h in range(H):
+            rows = slice(h * d_k, (h + 1) * d_k)
+            q = F.linear(x, W[:E][rows], b[:E][rows])                           # (B, T_new, d_k)
+            k = F.linear(x, W[E:2 * E][rows], b[E:2 * E][rows])
+            v = F.linear(x, W[2 * E:][rows], b[2 * E:][rows])
+            if cache is not None:
+                k = torch.cat([cache[0][:, h], k], dim=1)                        # (B, T, d_k)
+                v = torch.cat([cache[1][:, h], v], dim=1)
+            scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(d_k)            # (B, T_new, T)
+            for t in range(T_new):
+                scores[:, t, T_past + t + 1:] = float("-inf")                   # new token t sees keys 0 .. T_past + t
+            heads.append(torch.bmm(torch.softmax(scores, dim=-1), v))
+            keys.append(k)
+            values.append(v)
+        y = self.out_proj(torch.cat(heads, dim=-1))
+        return y, (torch.stack(keys, dim=1), torch.stack(values, dim=1))
+"""
+)
+
+# valid: x @ W^T with torch.split, heads via unflatten and movedim, the softmax written out
+# (max subtracted), computed in float64 and cast back to x's dtype
+KV_FLOAT64_INSIDE = (
+    _KV_HEADER
+    + _KV_CHECKED_FORWARD
+    + """        dtype = x.dtype
+        W, b = self.in_proj_weight.double(), self.in_proj_bias.double()
+        q, k, v = (x.double() @ W.T + b).split(E, dim=-1)
+        q, k, v = (t.unflatten(-1, (H, d_k)).movedim(2, 1) for t in (q, k, v))  # (B, H, T_new, d_k)
+        if cache is not None:
+            k = torch.cat([cache[0].double(), k], dim=2)
+            v = torch.cat([cache[1].double(), v], dim=2)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d_k)
+        future = torch.arange(T)[None, :] > torch.arange(T_past, T)[:, None]
+        scores = scores.masked_fill(future, -math.inf)
+        weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+        weights = weights / weights.sum(-1, keepdim=True)
+        out = (weights @ v).movedim(1, 2).flatten(2)
+        y = F.linear(out, self.out_proj.weight.double(), self.out_proj.bias.double())
+        return y.to(dtype), (k.to(dtype), v.to(dtype))
+"""
+)
+
+# wrong: returns the cache it was given (never appends the new keys and values)
+KV_NEVER_APPENDS = (
+    _KV_HEADER
+    + _KV_CHECKED_FORWARD
+    + """        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        split = lambda t: t.reshape(B, T_new, H, d_k).transpose(1, 2)  # noqa: E731
+        q, k, v = split(q), split(k), split(v)
+        K = k if cache is None else torch.cat([cache[0], k], dim=2)
+        V = v if cache is None else torch.cat([cache[1], v], dim=2)
+        allowed = torch.ones(T_new, T, dtype=torch.bool).tril(diagonal=T_past)
+        out = torch.softmax((q @ K.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(~allowed, -math.inf), -1) @ V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (cache if cache is not None else (k, v))
+"""
+)
+
+# wrong: keeps a persistent causal-mask buffer (an extra state_dict entry nn.MultiheadAttention's does not have)
+KV_MASK_BUFFER = (
+    _KV_HEADER.replace(
+        "        nn.init.xavier_uniform_(self.in_proj_weight)\n",
+        "        nn.init.xavier_uniform_(self.in_proj_weight)\n"
+        '        self.register_buffer("causal_mask", torch.ones(256, 256, dtype=torch.bool).tril())   # persistent\n',
+    )
+    + _KV_CHECKED_FORWARD
+    + """        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        split = lambda t: t.reshape(B, T_new, H, d_k).transpose(1, 2)  # noqa: E731
+        q, K, V = split(q), split(k), split(v)
+        if cache is not None:
+            K, V = torch.cat([cache[0], K], dim=2), torch.cat([cache[1], V], dim=2)
+        allowed = self.causal_mask[T_past:T, :T]
+        out = torch.softmax((q @ K.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(~allowed, -math.inf), -1) @ V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (K, V)
+"""
+)
+
+# valid: cos and sin repeated per pair with repeat_interleave, the pair partner from a rotate-every-two helper
+ROTARY_REPEAT_INTERLEAVE = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions.double()[:, None] * inv_freq                            # (T, d/2)
+    cos = angles.cos().repeat_interleave(2, dim=-1).to(x.dtype)                # (T, d): c0 c0 c1 c1 ...
+    sin = angles.sin().repeat_interleave(2, dim=-1).to(x.dtype)
+    partner = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)  # (-x1, x0, -x3, x2, ...)
+    return x * cos + partner * sin
+"""
+)
+
+# wrong: the same with repeat (c0 c1 ... c0 c1 ...) instead of repeat_interleave (c0 c0 c1 c1 ...)
+ROTARY_REPEAT_NOT_INTERLEAVE = ROTARY_REPEAT_INTERLEAVE.replace(
+    "cos = angles.cos().repeat_interleave(2, dim=-1).to(x.dtype)                # (T, d): c0 c0 c1 c1 ...",
+    "cos = angles.cos().repeat(1, 2).to(x.dtype)",
+).replace("sin = angles.sin().repeat_interleave(2, dim=-1).to(x.dtype)", "sin = angles.sin().repeat(1, 2).to(x.dtype)")
+
+# valid: one 2 x 2 rotation matrix per position and pair, applied with einsum; base through torch.pow
+ROTARY_MATRICES = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    i = torch.arange(d // 2, dtype=torch.float64)
+    angles = positions.to(torch.float64)[:, None] * torch.pow(torch.tensor(float(base), dtype=torch.float64), -2 * i / d)
+    c, s = angles.cos(), angles.sin()
+    R = torch.stack([torch.stack([c, -s], -1), torch.stack([s, c], -1)], -2).to(x.dtype)   # (T, d/2, 2, 2)
+    pairs = x.unflatten(-1, (d // 2, 2))                                                    # (..., T, d/2, 2)
+    return torch.einsum("tpij,...tpj->...tpi", R, pairs).flatten(-2)
+"""
+)
+
+# valid: chapter 07's frequencies exp(-2i log(base) / d) in float32, positions as a float tensor, a clone written by slices
+ROTARY_EXP_LOG_FLOAT32 = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    frequencies = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))
+    angles = positions.float().unsqueeze(1) * frequencies                       # (T, d/2), float32
+    cos, sin = angles.cos(), angles.sin()
+    y = x.clone()
+    y[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    y[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return y
+"""
+)
+
+# valid: complex128 from torch.polar, x viewed as complex pairs in float64, cast back
+ROTARY_POLAR_FLOAT64 = (
+    _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    angles = torch.outer(positions.to(torch.float64), base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+    turn = torch.polar(torch.ones_like(angles), angles)                        # (T, d/2) complex128
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(z * turn).reshape(x.shape).to(x.dtype)
+"""
+)
+
+WRONG += [
+    # Exercise 8.1
+    Variant(
+        "tiled_attention",
+        "O from F.scaled_dot_product_attention on all the keys at once (4-D inputs: PyTorch's flash kernel), L block by block",
+        source=TILED_SDPA_WHOLE,
+    ),
+    Variant(
+        "tiled_attention",
+        "keeps every block of scores in a list and concatenates them for one softmax (the memory check sees it)",
+        source=TILED_BLOCKS_CONCATENATED,
+    ),
+    Variant(
+        "tiled_attention",
+        "causal mask off by one the other way (key j allowed iff j <= i + 1)",
+        replace=[("scores.masked_fill_(cols > rows, -math.inf)", "scores.masked_fill_(cols > rows + 1, -math.inf)")],
+    ),
+    Variant(
+        "tiled_attention",
+        "queries tiled too, the causal mask compares key positions with the row index inside the query tile",
+        source=TILED_QUERY_TILES_LOCAL_ROWS,
+    ),
+    Variant(
+        "tiled_attention",
+        "L in base 2 (m / ln 2 + log2 of the normaliser) instead of the natural logsumexp",
+        replace=[
+            (
+                "return O / ell[..., None], m + torch.log(ell)",
+                "return O / ell[..., None], m / math.log(2) + torch.log2(ell)",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "running maximum started at 0 instead of -inf (rows whose scores are all far below 0 underflow)",
+        replace=[
+            (
+                "m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype, device=Q.device)",
+                "m = torch.zeros(Q.shape[:-1], dtype=Q.dtype, device=Q.device)",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "rescales by exp(m_new - m_old) instead of exp(m_old - m_new)",
+        replace=[("correction = torch.exp(m - m_new)", "correction = torch.exp(m_new - m)")],
+    ),
+    Variant(
+        "tiled_attention",
+        "drops the last, shorter block (range(0, T_k - block_size + 1, block_size))",
+        replace=[
+            ("for start in range(0, T_k, block_size):", "for start in range(0, T_k - block_size + 1, block_size):")
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "masks the future with 0 instead of -inf",
+        replace=[("scores.masked_fill_(cols > rows, -math.inf)", "scores.masked_fill_(cols > rows, 0.0)")],
+    ),
+    Variant(
+        "tiled_attention",
+        "scales Q in place (Q.mul_(scale)): the caller's Q changes",
+        replace=[
+            (
+                "scores = (Q @ K_j.transpose(-2, -1)).mul_(scale)",
+                "scores = Q @ K_j.transpose(-2, -1)",
+            ),
+            (
+                "    for start in range(0, T_k, block_size):\n",
+                "    Q.mul_(scale)\n    for start in range(0, T_k, block_size):\n",
+            ),
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "no check that the shapes fit (d_k of Q and K differ: torch's RuntimeError instead of a ValueError)",
+        replace=[
+            (
+                '    if K.shape[-1] != Q.shape[-1] or V.shape[-2] != K.shape[-2]:\n        raise ValueError(f"Q (..., T_q, d_k), K (..., T_k, d_k) and V (..., T_k, d_v) do not fit: "\n                         f"{tuple(Q.shape)}, {tuple(K.shape)}, {tuple(V.shape)}")\n',
+                "",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "hostile: the formula with the recording switched off (torch._C._DisableTorchDispatch)",
+        source=TILED_RECORDING_OFF,
+    ),
+    Variant(
+        "tiled_attention", "hostile: the formula computed in NumPy and turned back into tensors", source=TILED_NUMPY
+    ),
+    # Exercise 8.2
+    Variant(
+        "tiled_attention_backward",
+        "autograd through F.scaled_dot_product_attention on all the keys (4-D inputs: PyTorch's flash kernel and its backward)",
+        source=BACKWARD_SDPA_AUTOGRAD,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "dK and dV swapped",
+        replace=[
+            (
+                "return dQ, torch.cat(dK_blocks, dim=-2), torch.cat(dV_blocks, dim=-2)",
+                "return dQ, torch.cat(dV_blocks, dim=-2), torch.cat(dK_blocks, dim=-2)",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "D from the block only (rowsum(A_j * dA_j)) instead of rowsum(dO * O)",
+        replace=[
+            (
+                "d_scores = weights * (d_weights - D[..., None])",
+                "d_scores = weights * (d_weights - (weights * d_weights).sum(dim=-1, keepdim=True))",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "dQ overwritten by each block instead of accumulated",
+        replace=[("dQ = dQ + (d_scores @ K_j) * scale", "dQ = (d_scores @ K_j) * scale")],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "causal mask off by one in the backward pass (key j allowed iff j < i)",
+        replace=[
+            (
+                "            scores = scores.masked_fill(cols > rows, -math.inf)\n",
+                "            scores = scores.masked_fill(cols >= rows, -math.inf)\n",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "no check of O, L and dO's shapes (a dO that does not fit gives torch's RuntimeError)",
+        replace=[
+            (
+                '    if tuple(O.shape) != out_shape or tuple(dO.shape) != out_shape:\n        raise ValueError(f"O and dO must have shape {out_shape} (..., T_q, d_v), got {tuple(O.shape)} and {tuple(dO.shape)}")\n',
+                "",
+            )
+        ],
+    ),
+    # Exercise 8.3
+    Variant(
+        "KVCacheSelfAttention",
+        "returns the cache it was given (never appends the new keys and values)",
+        source=KV_NEVER_APPENDS,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "returns only the new tokens' keys and values as the new cache",
+        replace=[("return y, (K, V)", "return y, (heads(k), heads(v))")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "bottom-right mask off by one (new token t also sees key T_past + t + 1)",
+        replace=[
+            (
+                "scores = scores.masked_fill(key_positions > new_positions, -math.inf)",
+                "scores = scores.masked_fill(key_positions > new_positions + 1, -math.inf)",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "softmax over the queries (dim=-2) instead of the keys",
+        replace=[("out = torch.softmax(scores, dim=-1) @ V", "out = torch.softmax(scores, dim=-2) @ V")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "reads in_proj_weight's rows as K, Q, V instead of Q, K, V",
+        replace=[
+            (
+                "q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)",
+                "k, q, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "out_proj without its bias (F.linear with out_proj.weight only)",
+        replace=[
+            (
+                "y = self.out_proj(out.transpose(1, 2).reshape(B, T_new, self.embed_dim))",
+                "y = F.linear(out.transpose(1, 2).reshape(B, T_new, self.embed_dim), self.out_proj.weight)",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "keeps a persistent causal-mask buffer (an extra state_dict entry)",
+        source=KV_MASK_BUFFER,
+    ),
+    # Exercise 8.4
+    Variant(
+        "rotary_embedding",
+        "angle p * base^(-2(i+1)/d): the pair index off by one",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = base ** (-torch.arange(2, d + 2, 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "angle p * base^(+2i/d) (the exponent's sign)",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = base ** (torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "ignores the base argument (always 10000)",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = 10000.0 ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "cos and sin tables with repeat (c0 c1 .. c0 c1) instead of repeat_interleave (c0 c0 c1 c1 ..)",
+        source=ROTARY_REPEAT_NOT_INTERLEAVE,
+    ),
+    Variant(
+        "rotary_embedding",
+        "no check of positions' shape (torch's RuntimeError, or silent broadcasting, instead of a ValueError)",
+        replace=[
+            (
+                '    if positions.dim() != 1 or positions.shape[0] != x.shape[-2]:\n        raise ValueError(f"positions must have shape (T,) = ({x.shape[-2]},) to match x {tuple(x.shape)}, "\n                         f"got {tuple(positions.shape)}")\n',
+                "",
+            )
+        ],
+    ),
+]
+
+VALID += [
+    Variant(
+        "tiled_attention",
+        "running state kept as a logsumexp with a normalised output, merged per block with torch.logsumexp and logaddexp",
+        source=TILED_LOGSUMEXP_MERGE,
+    ),
+    Variant(
+        "tiled_attention",
+        "divides at every step (the running output kept normalised)",
+        replace=[
+            (
+                "        ell = ell * correction + weights.sum(dim=-1)\n        O = O * correction[..., None] + weights @ V_j\n",
+                "        ell_new = ell * correction + weights.sum(dim=-1)\n"
+                "        O = (O * (ell * correction)[..., None] + weights @ V_j) / ell_new[..., None]\n"
+                "        ell = ell_new\n",
+            ),
+            ("return O / ell[..., None], m + torch.log(ell)", "return O, m + torch.log(ell)"),
+        ],
+    ),
+    Variant(
+        "tiled_attention", "blocks from torch.chunk, the block's causal mask from torch.triu", source=TILED_CHUNK_TRIU
+    ),
+    Variant(
+        "tiled_attention",
+        "leading dimensions flattened, an explicit loop over batch entries and heads",
+        source=TILED_LOOP_OVER_HEADS,
+    ),
+    Variant(
+        "tiled_attention",
+        "masks with torch.finfo(dtype).min instead of -inf",
+        replace=[
+            (
+                "scores.masked_fill_(cols > rows, -math.inf)",
+                "scores.masked_fill_(cols > rows, torch.finfo(scores.dtype).min)",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "F.scaled_dot_product_attention on one block at a time, merged with the block's logsumexp",
+        source=TILED_SDPA_PER_BLOCK,
+    ),
+    Variant(
+        "tiled_attention",
+        "K and V padded to whole blocks and cut with unfold, the padding masked",
+        source=TILED_UNFOLD_PADDED,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "queries tiled too, dK and dV accumulated in place",
+        source=BACKWARD_QUERY_TILES,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "ignores the given O and L and recomputes them with a forward pass over the blocks",
+        source=BACKWARD_RECOMPUTES_FORWARD,
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "masks with a large finite negative number (-1e30) through torch.where",
+        replace=[
+            (
+                "            scores = scores.masked_fill(cols > rows, -math.inf)\n",
+                "            scores = torch.where(cols > rows, torch.tensor(-1e30, dtype=scores.dtype), scores)\n",
+            )
+        ],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "the new cache preallocated with new_empty and filled by slices, one view and permute for q, k, v",
+        source=KV_PREALLOCATED,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "an explicit loop over heads with slices of in_proj_weight, the mask written row by row",
+        source=KV_LOOP_OVER_HEADS,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "computed in float64 and cast back, unflatten and movedim, the softmax written out",
+        source=KV_FLOAT64_INSIDE,
+    ),
+    Variant(
+        "rotary_embedding",
+        "cos and sin with repeat_interleave and a rotate-every-two partner",
+        source=ROTARY_REPEAT_INTERLEAVE,
+    ),
+    Variant(
+        "rotary_embedding",
+        "2 x 2 rotation matrices applied with einsum, base through torch.pow",
+        source=ROTARY_MATRICES,
+    ),
+    Variant(
+        "rotary_embedding",
+        "chapter 07's exp(-2i log(base) / d) frequencies in float32, float positions, a clone written by slices",
+        source=ROTARY_EXP_LOG_FLOAT32,
+    ),
+    Variant("rotary_embedding", "complex128 from torch.polar, cast back", source=ROTARY_POLAR_FLOAT64),
+]
+
+# valid: a subclass of nn.MultiheadAttention (its parameters, names and initialisation for free), the
+# attention written with F.scaled_dot_product_attention and a bottom-right boolean mask
+KV_SUBCLASS_MHA = '''class KVCacheSelfAttention(nn.MultiheadAttention):
+    """Causal multi-head self-attention for decoding, with a key-value cache: nn.MultiheadAttention's parameters."""
+
+    def __init__(self, embed_dim, num_heads):
+        super().__init__(embed_dim, num_heads, batch_first=True)
+
+    def forward(self, x, cache=None):
+        B, T_new, E = x.shape
+        H, d_k = self.num_heads, self.head_dim
+        if cache is not None and any(t.dim() != 4 or tuple(t.shape[:2]) != (B, H) or t.shape[3] != d_k for t in cache):
+            raise ValueError(f"the cache's shape {tuple(cache[0].shape)} does not match x {tuple(x.shape)} with {H} heads")
+        q, k, v = (t.view(B, T_new, H, d_k).transpose(1, 2) for t in F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, -1))
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        T = k.shape[2]
+        allowed = torch.ones(T_new, T, dtype=torch.bool).tril(diagonal=T - T_new)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), (k, v)
+'''
+
+# valid: keeps the last cache it made as a plain attribute (for inspection), but computes only from the one it is given
+KV_REMEMBERS_LAST_CACHE = (
+    _KV_HEADER
+    + _KV_CHECKED_FORWARD
+    + """        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        split = lambda t: t.reshape(B, T_new, H, d_k).transpose(1, 2)  # noqa: E731
+        q, K, V = split(q), split(k), split(v)
+        if cache is not None:
+            K, V = torch.cat([cache[0], K], dim=2), torch.cat([cache[1], V], dim=2)
+        self.last_cache = (K, V)                                                 # an attribute, never read
+        allowed = torch.arange(T)[None, :] <= torch.arange(T_past, T)[:, None]
+        out = torch.softmax((q @ K.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(~allowed, -math.inf), -1) @ V
+        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, E)), self.last_cache
+"""
+)
+
+WRONG += [
+    Variant(
+        "KVCacheSelfAttention",
+        "checks only the cache's batch size (a cache with other heads gives torch.cat's RuntimeError)",
+        replace=[
+            (
+                "if t.dim() != 4 or tuple(t.shape[:2]) != (B, H) or t.shape[3] != d_k:",
+                "if t.shape[0] != B:",
+            )
+        ],
+    ),
+]
+
+VALID += [
+    Variant(
+        "KVCacheSelfAttention",
+        "a subclass of nn.MultiheadAttention, F.scaled_dot_product_attention with a bottom-right mask",
+        source=KV_SUBCLASS_MHA,
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "remembers the last cache as an attribute, computes only from the one it is given",
+        source=KV_REMEMBERS_LAST_CACHE,
+    ),
+]
+
+# wrong (hostile): the full formula, its results memorised by the inputs' shapes and sums and handed out as
+# clones on a repeated call (so that a recorded call of the same inputs would look cheap)
+TILED_MEMOISED = (
+    "_MEMO = {}\n\n\n"
+    + _TILED_SIGNATURE
+    + _TILED_CHECKS
+    + """    key = (tuple(Q.shape), tuple(K.shape), Q.dtype, round(float(Q.sum()), 4), round(float(K.sum()), 4), causal)
+    if key not in _MEMO:
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            T = Q.shape[-2]
+            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -math.inf)
+        _MEMO[key] = (torch.softmax(scores, dim=-1) @ V, torch.logsumexp(scores, dim=-1))
+    return tuple(t.clone() for t in _MEMO[key])
+"""
+)
+
+# valid: cos and sin tables for positions 0 .. 4095 built once per (d, base) and kept in a dict, indexed by positions
+ROTARY_CACHED_TABLES = (
+    "_ROTARY_TABLES = {}\n\n\n"
+    + _ROTARY_SIGNATURE
+    + """    d = x.shape[-1]
+    key = (d, float(base))
+    if key not in _ROTARY_TABLES:
+        angles = torch.outer(torch.arange(4096, dtype=torch.float64), base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+        _ROTARY_TABLES[key] = (angles.cos(), angles.sin())                     # (4096, d/2) each
+    cos, sin = (table[positions.long()].to(x.dtype) for table in _ROTARY_TABLES[key])
+    even, odd = x[..., 0::2], x[..., 1::2]
+    y = torch.empty_like(x)
+    y[..., 0::2], y[..., 1::2] = even * cos - odd * sin, even * sin + odd * cos
+    return y
+"""
+)
+
+WRONG += [
+    Variant(
+        "tiled_attention",
+        "hostile: the formula, its results memorised by the inputs' sums and returned as clones on a repeated call",
+        source=TILED_MEMOISED,
+    ),
+]
+
+VALID += [
+    Variant(
+        "rotary_embedding",
+        "cos and sin tables for positions 0 .. 4095 built once per (d, base), kept in a dict and indexed",
+        source=ROTARY_CACHED_TABLES,
+    ),
+]
+
+WRONG += [
+    Variant(
+        "KVCacheSelfAttention",
+        "F.scaled_dot_product_attention with is_causal=True over the cached and new keys (top-left, as the statement warns)",
+        replace=[
+            (
+                "        scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)                # (B, H, T_new, T_past + T_new)\n",
+                "        out = F.scaled_dot_product_attention(heads(q), K, V, is_causal=True)\n"
+                "        return self.out_proj(out.transpose(1, 2).reshape(B, T_new, self.embed_dim)), (K, V)\n"
+                "        scores = heads(q) @ K.transpose(-2, -1) / math.sqrt(d_k)                # (B, H, T_new, T_past + T_new)\n",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
+        "exponent -2 * (2i) / d: the even index 2i taken for i (arange(0, d, 2) doubled)",
+        replace=[
+            (
+                "frequencies = base ** (-torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+                "frequencies = base ** (-2 * torch.arange(0, d, 2, dtype=table, device=x.device) / d)",
+            )
+        ],
+    ),
+]
