@@ -12,9 +12,7 @@ with ``COURSE_FULL_MATRIX=1`` (a second load of every page that checks nothing i
 keyboard tests below try the phone layout).
 
 Accessibility: axe-core (npm, installed by scripts/setup.sh into .venv/npm, injected from there)
-audits every page of the student edition and, of the instructor edition, its introduction and the
-representative chapters' pages (tests/chapter_matrix.py; every page of both editions with
-``COURSE_FULL_MATRIX=1``), in light and dark mode once MathJax has typeset; any critical or serious
+audits every page of both editions, in light and dark mode once MathJax has typeset; any critical or serious
 violation fails, with the rule, the page and the element; minor and moderate ones are
 reported as a warning. With the keyboard alone: the skip link, a visible focus on every control of
 the theme's chrome, the sidebar's menu button at desktop and phone widths.
@@ -36,7 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bs4 import BeautifulSoup
-from chapter_matrix import full_matrix, representatives
+from chapter_matrix import full_matrix
 from test_publishing import _same_url, expected_launch_urls
 
 from autograder import course
@@ -398,21 +396,9 @@ def _built_pages(folder: Path) -> list[str]:
     return pages
 
 
-def _instructor_pages_to_audit(pages: list[str]) -> list[str]:
-    """Outside the full matrix, the instructor edition's pages to audit: its introduction (the edition's
-    longer title in the chrome) and the chapter pages of the representative chapters (tests/chapter_matrix.py),
-    which hold the markup only this edition has (solutions, hidden tests, model answers and rubrics). Its
-    other chapter pages hold the same kinds of markup with other chapters' content, its other pages the
-    student edition's content; COURSE_FULL_MATRIX=1 audits every page of both editions."""
-    chosen = [p for p in pages if p == "intro.html" or any(p.startswith(f"solutions/{a}/") for a in representatives())]
-    assert "intro.html" in chosen and len(chosen) > 1, f"the instructor pages to audit are missing: {chosen}"
-    return chosen
-
-
 @pytest.mark.parametrize("edition", book.EDITIONS)
 def test_axe_finds_nothing_serious(edition, request, browser):
-    """axe-core on every page of the edition (of the instructor edition, :func:`_instructor_pages_to_audit`
-    outside the full matrix), in light mode (every rule of AXE_TAGS) and then in dark
+    """axe-core on every page of the edition, in light mode (every rule of AXE_TAGS) and then in dark
     mode (the colour rules), once MathJax has typeset: no critical or serious violation. One page in
     one browser does every page; dark mode is the reader's own (prefers-color-scheme, which the book's
     `default_mode: auto` follows), switched on the loaded page."""
@@ -422,8 +408,6 @@ def test_axe_finds_nothing_serious(edition, request, browser):
     pages = _built_pages(folder)
     assert len(pages) > len(_page_paths()), f"{edition}: expected every ToC page and more, found {pages}"
     pages.append(SEARCH_RESULTS)  # the search page as it shows results, drawn by the page's script
-    if edition == "instructor" and not full_matrix():
-        pages = _instructor_pages_to_audit(pages)
     failures, reported = [], {}
     axe = AXE_SCRIPT.read_text(encoding="utf-8")
     context, page, problems = _open(browser, base + pages[0], VIEWPORTS["desktop"], init_script=axe)
