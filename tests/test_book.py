@@ -123,3 +123,6 @@ def test_a_build_is_reused_only_from_the_same_inputs(tmp_path, monkeypatch):
     outcome["returncode"] = 0
     book.build("student")
     assert len(runs) == 4, "a failed build was reused"
+    # An incremental build rewrites only changed pages, whose neighbours keep a stale sidebar (a new
+    # chapter missing from every other page's navigation): a build that runs writes every page.
+    assert all("--all" in command for command in runs), f"a build must rewrite every page: {runs}"

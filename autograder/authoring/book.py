@@ -10,7 +10,8 @@ Instructor edition: the same ToC with ``solutions/`` for ``chapters/``: the exec
 instructor notebooks, solutions, hidden tests and all.
 
 Both are staged under ``_build/stage/<edition>/`` with a local copy of MathJax, then built
-with ``jupyter-book build -W`` into ``_build/<edition>/_build/html``. A build that passed leaves a
+with ``jupyter-book build -W --all`` into ``_build/<edition>/_build/html`` (every page written again:
+each carries the whole book's navigation). A build that passed leaves a
 stamp of everything it was made from (:func:`_inputs_digest`); building again from the same inputs
 (the test suite after README's first command) reuses it instead of running jupyter-book again. A
 build that failed leaves no stamp and no Sphinx environment, so that the next one reads every page
@@ -227,6 +228,9 @@ def build(edition: str) -> Path:
         str(course.BUILD / edition),
         "-W",
         "--keep-going",
+        # Every page, not only the changed ones: each page carries the whole book's navigation, and an
+        # incremental Sphinx build leaves the other pages' sidebars without a chapter added to _toc.yml.
+        "--all",
     ]
     # The book's Sphinx extension is autograder.authoring.book_extension: the build must import it.
     completed = subprocess.run(command, capture_output=True, text=True, env=course.environment_with_course())
