@@ -118,14 +118,16 @@ class TensorMemory(TorchDispatchMode):
 
     Every output of an operator whose storage is new is counted once, with a finaliser that removes
     it when the storage is freed (PyTorch keeps one Python object per storage, so the finaliser runs
-    when the memory is released). Inputs that existed before are not counted.
+    when the memory is released). Storages that existed before (the inputs) are not counted, also when
+    an operator returns a view of them (a transpose, a slice, an unsqueeze): pass them as ``existing``.
     """
 
-    def __init__(self):
+    def __init__(self, existing=()):
         super().__init__()
         self.live = 0
         self.peak = 0
         self._seen: set[int] = set()
+        self._existing = {t.untyped_storage().data_ptr() for t in existing if isinstance(t, torch.Tensor)}
 
     def _release(self, key: int, nbytes: int) -> None:
         self._seen.discard(key)
@@ -139,7 +141,7 @@ class TensorMemory(TorchDispatchMode):
                 continue
             storage = tensor.untyped_storage()
             key = storage.data_ptr()
-            if key in self._seen or storage.nbytes() == 0:
+            if key in self._seen or key in self._existing or storage.nbytes() == 0:
                 continue
             self._seen.add(key)
             self.live += storage.nbytes()
@@ -149,8 +151,9 @@ class TensorMemory(TorchDispatchMode):
 
 
 def tensor_memory(fn, *args) -> int:
-    """Peak bytes of the tensors created during fn(*args), the returned ones included while alive."""
-    mode = TensorMemory()
+    """Peak bytes of the tensors created during fn(*args), the returned ones included while alive (views of
+    the arguments are not new memory and do not count)."""
+    mode = TensorMemory(existing=tree_flatten(args)[0])
     with mode:
         result = fn(*args)
     del result

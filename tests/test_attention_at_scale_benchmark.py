@@ -79,6 +79,19 @@ def test_the_benchmark_runs_at_tiny_sizes_and_writes_its_file(benchmark, tmp_pat
     assert results["attention"]["lengths"] == [64, 128]
 
 
+def test_tensor_memory_counts_new_storages_only(benchmark):
+    """Views of the arguments (a transpose, a slice, an unsqueeze) are not new memory; a new tensor is. So
+    F.scaled_dot_product_attention, which creates its output and a logsumexp, is charged far less than
+    its three inputs (the benchmark once counted the inputs' views and charged it 4 times its output)."""
+    x = torch.randn(64, 8)
+    assert benchmark.tensor_memory(lambda t: t.transpose(0, 1)[None, 2:], x) == 0
+    assert benchmark.tensor_memory(lambda t: t * 2.0, x) == x.numel() * x.element_size()
+    Q, K, V = (torch.randn(128, 16) for _ in range(3))
+    output_bytes = 128 * 16 * 4
+    sdpa = benchmark.tensor_memory(benchmark.attention_call("sdpa", 32), Q, K, V)
+    assert output_bytes <= sdpa < 2 * output_bytes, sdpa
+
+
 def test_the_shipped_results_have_the_layout_and_range_the_chapter_reads():
     results = json.loads(SHIPPED.read_text())
     _check_layout(results)
