@@ -57,3 +57,15 @@ def environment_with_course(env: dict | None = None) -> dict[str, str]:
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
+
+
+def pins(lines) -> dict[str, str]:
+    """The ``name==version`` pins among ``lines`` (a requirements file's lines, or the pip lines of
+    environment.yml), as ``{name: version}``: names in lower case with ``-`` for ``_``, comments and
+    environment markers (``; python_version ...``) left out. The one reader of the course's pins."""
+    found = {}
+    for line in lines:
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*==\s*([^\s;]+)(\s*;.*)?", line.split("#", 1)[0].strip())
+        if match:
+            found[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return found

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import yaml
 
 from autograder import course
 
-
-def _pins(lines) -> dict[str, str]:
-    pins = {}
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*==\s*([^\s;]+)", line)
-        if match:
-            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
-    return pins
+_pins = course.pins
 
 
 def test_environment_yml_agrees_with_requirements():

@@ -49,12 +49,7 @@ NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 
 
 def _pins(path: Path) -> dict[str, str]:
-    pins = {}
-    for line in path.read_text().splitlines():
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)", line.split("#", 1)[0].strip())
-        if match:
-            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
-    return pins
+    return course.pins(path.read_text().splitlines())
 
 
 def test_hub_pins_agree_with_the_course():

@@ -115,12 +115,7 @@ SCENARIOS = {
 
 
 def _pins(path: Path) -> dict[str, str]:
-    pins = {}
-    for line in path.read_text().splitlines():
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)", line.split("#", 1)[0].strip())
-        if match:
-            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
-    return pins
+    return course.pins(path.read_text().splitlines())
 
 
 def _values() -> dict:

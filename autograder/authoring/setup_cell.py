@@ -28,7 +28,6 @@ JupyterLab fills it into the student's copies (scripts/student_lab/copy_chapters
 from __future__ import annotations
 
 import json
-import re
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -91,15 +90,11 @@ _course_setup()"""
 
 def dependency_pins() -> tuple[str, ...]:
     """``name==version`` of each of the package's dependencies, from requirements.txt."""
-    pins = {}
-    for line in (course.ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)", line.split("#", 1)[0].strip())
-        if match:
-            pins[match.group(1).lower()] = f"{match.group(1)}=={match.group(2)}"
+    pins = course.pins((course.ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines())
     absent = [name for name in DEPENDENCIES if name not in pins]
     if absent:
         raise ValueError(f"requirements.txt pins none of {absent}")
-    return tuple(pins[name] for name in DEPENDENCIES)
+    return tuple(f"{name}=={pins[name]}" for name in DEPENDENCIES)
 
 
 def setup_source(version: str | None = None, wheel: str | None = None, pins: tuple[str, ...] | None = None) -> str:
