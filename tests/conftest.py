@@ -49,13 +49,63 @@ FIXTURE_TIERS = {
 }
 
 
+# The suite runs on every core (pytest-xdist, `-n auto --dist loadscope` in pyproject.toml) with the
+# scheduler below: each module is one unit of work, run by one worker in file order, so that its module
+# fixtures run once; the modules with a test that needs root are one unit together, so that two of them
+# never run at once (the sandboxes of parallel jobs take fixed uids, the hub adds local users).
+ROOT_GROUP = "root"
+ROOT_MODULES = {module for module, tiers in MODULE_TIERS.items() if "root" in tiers} | {
+    "test_grader_recording",  # its sandbox cases
+}
+# Units are handed out in this order, the longest first (measured: `pytest --durations=0`, summed per
+# unit), so that no long unit starts last and keeps one worker busy while the others wait; the rest
+# follow in file order.
+LONGEST_FIRST = (
+    ROOT_GROUP,
+    "test_browser",
+    "test_both_ways",
+    "test_reader",
+    "test_nbgrader_end_to_end",
+    "test_student_lab",
+    "test_wrong_answers",
+    "test_grader_boundary",
+    "test_training_scripts",
+)
+
+
+def _group(module: str) -> str:
+    return ROOT_GROUP if module in ROOT_MODULES else module
+
+
+def _module(item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
-        tiers = set(MODULE_TIERS.get(module, ()))
+        tiers = set(MODULE_TIERS.get(_module(item), ()))
         tiers.update(tier for name, tier in FIXTURE_TIERS.items() if name in getattr(item, "fixturenames", ()))
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
+    strays = sorted({_module(item) for item in items if item.get_closest_marker("root")} - ROOT_MODULES)
+    if strays:
+        raise pytest.UsageError(f"tests/conftest.py: {strays} need root: add them to ROOT_MODULES")
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(_module(item)), len(rank)))  # stable: file order within
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's loadscope scheduler with the course's units: a module, or every module that needs root."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleOrRoot(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py"))
+
+    return ModuleOrRoot(config, log)
 
 
 def pytest_runtest_setup(item):

@@ -21,6 +21,7 @@ again and reports every warning (an incremental build would re-read only the cha
 from __future__ import annotations
 
 import copy
+import fcntl
 import hashlib
 import importlib.metadata
 import shutil
@@ -212,7 +213,15 @@ def _inputs_digest(source: Path) -> str:
 
 def build(edition: str) -> Path:
     """Stage and build one edition with warnings as errors; return its HTML folder. When the last build
-    passed from exactly these inputs, its HTML is returned as it is."""
+    passed from exactly these inputs, its HTML is returned as it is. One process at a time builds an
+    edition (the test suite's workers ask for it at the same time): the others wait, then reuse it."""
+    course.BUILD.mkdir(parents=True, exist_ok=True)
+    with open(course.BUILD / f".{edition}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _build(edition)
+
+
+def _build(edition: str) -> Path:
     source = stage(edition)
     digest = _inputs_digest(source)
     stamp = _stamp(edition)
