@@ -77,13 +77,17 @@ def cmd_check(args) -> int:
 
 
 def cmd_book(args) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from autograder.authoring.book import build
     from autograder.authoring.check import grade_all
 
     # the outputs of both editions come from the instructor notebooks' graded runs: all at once first
     grade_all([(course.solution_notebook(a), a) for a in course.assignments()])
-    for edition in args.edition or ["student", "instructor"]:
-        print(f"built the {edition} edition: {build(edition).relative_to(course.ROOT)}/index.html")
+    editions = args.edition or ["student", "instructor"]
+    with ThreadPoolExecutor(len(editions)) as builds:  # each build is a jupyter-book process of its own
+        for edition, html in zip(editions, builds.map(build, editions)):
+            print(f"built the {edition} edition: {html.relative_to(course.ROOT)}/index.html")
     return 0
 
 
