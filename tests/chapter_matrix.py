@@ -1,6 +1,6 @@
 """Which chapters go through the costly grading paths: the representatives, or every chapter.
 
-Every grading path keeps its end-to-end check on every run (README, "Test tiers"). Where a path
+Every grading path keeps its end-to-end check on every run (tests/README.md). Where a path
 costs a whole run of a chapter's notebook for each chapter (nbgrader's own autograde, the class
 grader's sandbox with a crash and a forger per chapter), the default run takes the
 representative chapters below, each chosen for what it brings to those paths, and the full matrix

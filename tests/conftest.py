@@ -2,7 +2,7 @@
 in _build/graded/ by autograder/authoring/check.py; autograder/authoring/execute.py gives the book
 and these fixtures that run's outputs), and each edition of the book is built once per run.
 
-Test tiers (markers registered in pyproject.toml; README's second command runs them all):
+Test tiers (markers registered in pyproject.toml; README's second command runs them all; tests/README.md):
 ``book`` builds an edition of the book, ``browser`` drives headless Chromium, ``root`` needs
 root (sandboxes, local users), ``hub`` runs a real JupyterHub, ``slow`` executes notebooks,
 trains models or builds environments. The authors' quick loop deselects them all:

@@ -58,7 +58,7 @@ def test_every_quoted_figure_is_declared(assignment):
         pytest.skip(f"{assignment} is in NOT_YET_CHECKED ({len(missing)} figures to declare)")
     assert not missing, (
         f"{assignment}: figures quoted without a claim (bind each to its result, or list it under the cell's "
-        "'not_claims' if it is not a result; README, 'Writing or changing a chapter'):\n" + "\n".join(missing)
+        "'not_claims' if it is not a result; solutions/README.md):\n" + "\n".join(missing)
     )
 
 

@@ -93,7 +93,7 @@ def test_every_chapter_has_a_wrong_answers_file():
     missing = sorted(set(course.assignments()) - set(chapters_with_variants()) - NOT_YET_WRITTEN)
     assert not missing, (
         f"no tests/wrong_answers/chNN_*.py for {missing}: list each exercise's likeliest wrong answers and a valid "
-        "alternative (README, 'Writing or changing a chapter')"
+        "alternative (solutions/README.md)"
     )
     stale = sorted(NOT_YET_WRITTEN & set(chapters_with_variants()))
     assert not stale, f"{stale} now have a wrong-answers file: remove them from NOT_YET_WRITTEN"

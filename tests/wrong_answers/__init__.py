@@ -26,7 +26,7 @@ that reads a name only a demo cell (or another exercise's test cell) defines mak
 
 The chapter's base namespace (export cell and imports) is built once per process; each variant
 costs its answer cells and the exercise's two test cells. ``python tests/wrong_answers`` prints
-the closing table (README, "What the tests check"); ``tests/test_wrong_answers.py`` holds the
+the closing table (tests/README.md, "What the tests check"); ``tests/test_wrong_answers.py`` holds the
 pytest items.
 """
 
