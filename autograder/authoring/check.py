@@ -7,9 +7,10 @@ student's cells run in a kernel of their own, every test cell in the grader, thr
 proxies. So a test cell that cannot cross the boundary (GRADING.md lists the patterns) fails
 here, on every machine and in CI, and not only in the root-only grader tests.
 
-Each notebook is graded once and the result kept under ``_build/graded/``, keyed by a hash of
-everything that can change it: the notebook and the files beside it, the instructor notebook
-(the template), the reference module, the student package and the grader's own sources.
+This module owns the cache of graded runs: each notebook is graded once and the result kept under
+``_build/graded/``, keyed by a hash of everything that can change it (:func:`cache_key`): the
+notebook and the files beside it, the instructor notebook (the template), the reference module,
+the student package (its sources and the data it ships) and the grader's own sources.
 The instructor notebook's graded run is also the one run the book's outputs come from
 (:func:`autograder.authoring.execute.executed`). :func:`grade_all` grades several notebooks into
 the cache at once, one process per notebook, as ``python -m autograder book`` and ``check`` do.
@@ -30,7 +31,6 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
-from autograder.authoring.execute import cache_key
 
 CACHE = course.BUILD / "graded"
 TIMEOUT_S = 1800  # one notebook, everything included (chapter 05 trains a small model)
@@ -52,8 +52,29 @@ class Graded:
     notebook: str | None  # the graded notebook (nbformat JSON): the outputs of every cell
 
 
-def _key(notebook_path: Path, assignment: str) -> str:
-    digest = hashlib.sha256(cache_key(notebook_path).encode())
+def _outputs_key(notebook_path: Path) -> str:
+    """A hash of everything that can change the notebook's outputs: the notebook and the files
+    beside it, the student package (its code and its shipped data in assets/) and, for a course
+    assignment, its generated reference module."""
+    digest = hashlib.sha256(b"v1")
+    beside = notebook_path.parent.rglob("*")
+    folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+    package = (course.ROOT / "attention_course").rglob("*")
+    package_files = sorted(p for p in package if p.is_file() and "__pycache__" not in p.parts)
+    inputs = [*folder_files, *package_files]
+    assignment = notebook_path.parent.name
+    if course.ASSIGNMENT_ID.match(assignment):
+        inputs.append(course.reference_module_path(assignment))
+    for path in inputs:
+        digest.update((path.relative_to(course.ROOT) if path.is_relative_to(course.ROOT) else path).as_posix().encode())
+        digest.update(path.read_bytes() if path.exists() else b"<missing>")
+    return digest.hexdigest()
+
+
+def cache_key(notebook_path: Path, assignment: str) -> str:
+    """The key of a graded run: what can change the notebook's outputs, the instructor notebook
+    (the template), the student notebook and the grader's own sources."""
+    digest = hashlib.sha256(_outputs_key(notebook_path).encode())
     grader = sorted((course.AUTOGRADER / "grading").glob("*.py"))
     for path in (course.solution_notebook(assignment), course.student_notebook(assignment), *grader):
         digest.update(path.name.encode())
@@ -80,7 +101,7 @@ def grade_through_boundary(notebook_path: Path, assignment: str) -> Graded:
 
     notebook_path = Path(notebook_path).resolve()
     target = _target(notebook_path, assignment)
-    key = _key(notebook_path, assignment)
+    key = cache_key(notebook_path, assignment)
     cached = _cached(notebook_path, assignment, key)
     if cached is not None:
         return cached
@@ -116,7 +137,7 @@ def grade_all(notebooks: list[tuple[Path, str]], jobs: int | None = None) -> Non
     pending = []
     for notebook_path, assignment in notebooks:
         notebook_path = Path(notebook_path).resolve()
-        if _cached(notebook_path, assignment, _key(notebook_path, assignment)) is None:
+        if _cached(notebook_path, assignment, cache_key(notebook_path, assignment)) is None:
             pending.append((notebook_path, assignment))
     jobs = min(len(pending), jobs or min(2, os.cpu_count() or 1))
     if jobs < 2:

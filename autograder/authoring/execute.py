@@ -4,38 +4,18 @@ The one run is the graded run of :func:`autograder.authoring.check.grade_through
 reference answers graded by the class grader's runner (the cells in a kernel, the test cells in
 the grader), cached under ``_build/graded/``. :func:`executed` lays that run's outputs onto the
 instructor notebook, for the two editions of the book and the tests that compare with them; the
-both-ways check and ``python -m autograder check`` read the same cached run.
-
-:func:`cache_key` hashes everything that can change a notebook's outputs: the notebook itself and
-the files beside it, the generated reference module, and the student package (its sources and the
-data it ships); the graded cache adds the grader's own sources.
+both-ways check and ``python -m autograder check`` read the same cached run (check.py owns the
+cache and its key).
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import nbformat
 
 from autograder import course
-
-
-def cache_key(notebook_path: Path) -> str:
-    """A hash of everything that can change the notebook's outputs (keys the graded cache of check.py)."""
-    digest = hashlib.sha256(b"v1")
-    beside = notebook_path.parent.rglob("*")
-    folder_files = sorted(p for p in beside if p.is_file() and ".ipynb_checkpoints" not in p.parts)
-    package = (course.ROOT / "attention_course").rglob("*")  # its code and its shipped data (assets/)
-    package_files = sorted(p for p in package if p.is_file() and "__pycache__" not in p.parts)
-    inputs = [*folder_files, *package_files]
-    assignment = notebook_path.parent.name
-    if course.ASSIGNMENT_ID.match(assignment):
-        inputs.append(course.reference_module_path(assignment))
-    for path in inputs:
-        digest.update((path.relative_to(course.ROOT) if path.is_relative_to(course.ROOT) else path).as_posix().encode())
-        digest.update(path.read_bytes() if path.exists() else b"<missing>")
-    return digest.hexdigest()
+from autograder.authoring.check import grade_through_boundary
 
 
 def executed(notebook_path: Path) -> nbformat.NotebookNode:
@@ -43,8 +23,6 @@ def executed(notebook_path: Path) -> nbformat.NotebookNode:
 
     Cells keep their own source and metadata (captions, tags); each code cell gets the outputs and
     execution count that the same cell produced in the run (errors included, as outputs)."""
-    from autograder.authoring.check import grade_through_boundary
-
     notebook_path = Path(notebook_path).resolve()
     assignment = notebook_path.parent.name
     if notebook_path != course.solution_notebook(assignment).resolve():
