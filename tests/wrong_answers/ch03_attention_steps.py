@@ -27,6 +27,16 @@ WRONG = [
     # Exercise 3.2, softmax
     Variant("softmax", "no maximum subtracted", replace=[(SHIFT, "shifted = e")]),
     Variant("softmax", "one global maximum, not one per row", replace=[(SHIFT, "shifted = e - np.max(e)")]),
+    Variant(
+        "softmax",
+        "the minimum subtracted instead of the maximum",
+        replace=[(SHIFT, "shifted = e - np.min(e, axis=axis, keepdims=True)")],
+    ),
+    Variant(
+        "softmax",
+        "the mean subtracted instead of the maximum",
+        replace=[(SHIFT, "shifted = e - np.mean(e, axis=axis, keepdims=True)")],
+    ),
     Variant("softmax", "the sum without keepdims", replace=[(NORMALISE, "return exp / np.sum(exp, axis=axis)")]),
     Variant(
         "softmax",

@@ -1,0 +1,66 @@
+"""Helpers of chapter 01's visible tests (the recurrent network and its limits, in NumPy).
+
+Each helper raises ``AssertionError`` with a message that says what was expected, what came back
+and the likely fix; it prints nothing and returns quietly (or returns the answer's result) when
+the answer is right. The expected values are worked out by hand in the test cells, or come from an
+independent oracle here (finite differences).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["call", "close", "jacobian_norms_by_differences"]
+
+
+def _show(values) -> list:
+    return np.round(np.asarray(values, dtype=float), 6).tolist()
+
+
+def call(function, *args, hint: str):
+    """``function(*args)``; an exception becomes one AssertionError naming the arguments' shapes and the hint."""
+    shapes = ", ".join(str(np.shape(a)) for a in args)
+    try:
+        return function(*args)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise AssertionError(f"{function.__name__}(arguments of shapes {shapes}) raised {error!r}. {hint}") from None
+
+
+def close(got, expected, what: str, hint: str = "", likely_mistakes: dict | None = None, rtol=1e-5, atol=1e-8) -> None:
+    """``got`` has the shape of ``expected`` and its values (``np.allclose``); when it matches one of
+    ``likely_mistakes`` ({what the mistake is: the value it gives}), the message names that mistake instead of
+    ``hint``."""
+    expected = np.asarray(expected, dtype=float)
+    if np.shape(got) != expected.shape:
+        raise AssertionError(f"{what}: expected shape {expected.shape}, got {np.shape(got)}")
+    if not np.allclose(got, expected, rtol=rtol, atol=atol):
+        named = (name for name, value in (likely_mistakes or {}).items() if np.allclose(got, value))
+        raise AssertionError(
+            f"{what}: expected {_show(expected)}, got {_show(got)}"
+            + (f": {next(named, hint)}" if (likely_mistakes or hint) else "")
+        )
+
+
+def jacobian_norms_by_differences(X, h0, W_xh, W_hh, b_h, eps: float = 1e-6) -> np.ndarray:
+    """The oracle of Exercise 1.3 by central differences: for each i, nudge h_{i+1} by +-eps in each coordinate,
+    run the remaining steps of tanh(W_xh x + W_hh h + b_h), and take the Frobenius norm of how h_T moves."""
+
+    def last_state(h, first):  # h_T, starting from the state h after reading X[:first]
+        for x in X[first:]:
+            h = np.tanh(W_xh @ x + W_hh @ h + b_h)
+        return h
+
+    states, h = [], h0
+    for x in X:
+        h = np.tanh(W_xh @ x + W_hh @ h + b_h)
+        states.append(h)
+    norms = []
+    for i, state in enumerate(states):
+        columns = [
+            (last_state(state + eps * e, i + 1) - last_state(state - eps * e, i + 1)) / (2 * eps)
+            for e in np.eye(len(h0))
+        ]
+        norms.append(np.linalg.norm(np.column_stack(columns)))
+    return np.array(norms)
