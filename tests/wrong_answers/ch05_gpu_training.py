@@ -62,6 +62,11 @@ PICK_DEVICE_WRONG = [
     ),
     Variant(
         "pick_device",
+        "no availability check: the requested device returned as it is",
+        replace=[("        if not available:\n", "        if False:\n")],
+    ),
+    Variant(
+        "pick_device",
         "raises ValueError instead of RuntimeError",
         replace=[("raise RuntimeError(", "raise ValueError(")],
     ),
