@@ -704,6 +704,16 @@ WRONG = [
     ),
     Variant(
         "rotary_embedding",
+        "turns position p by (p + 1) * frequency (positions counted from 1)",
+        replace=[
+            (
+                "angles = positions.to(x.device, table)[:, None] * frequencies",
+                "angles = (positions.to(x.device, table)[:, None] + 1) * frequencies",
+            )
+        ],
+    ),
+    Variant(
+        "rotary_embedding",
         "writes the result into x itself (the odd entries then use the rotated even ones)",
         replace=[("y = torch.empty_like(x)", "y = x")],
     ),
@@ -1304,6 +1314,26 @@ WRONG += [
     ),
     Variant(
         "tiled_attention",
+        "no check that K and V hold the same number of keys (d_k checked; torch's RuntimeError, or V's extra rows ignored)",
+        replace=[
+            (
+                "if K.shape[-1] != Q.shape[-1] or V.shape[-2] != K.shape[-2]:",
+                "if K.shape[-1] != Q.shape[-1]:",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
+        "no check of the leading dimensions (K and V of batch 1 broadcast against Q's batch 2 without a word)",
+        replace=[
+            (
+                "if Q.dim() < 2 or Q.shape[:-2] != K.shape[:-2] or Q.shape[:-2] != V.shape[:-2]:",
+                "if Q.dim() < 2:",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention",
         "hostile: the formula with the recording switched off (torch._C._DisableTorchDispatch)",
         source=TILED_RECORDING_OFF,
     ),
@@ -1361,6 +1391,46 @@ WRONG += [
             )
         ],
     ),
+    Variant(
+        "tiled_attention_backward",
+        "checks dO's shape but not O's (an O of one row broadcasts in rowsum(dO * O))",
+        replace=[
+            (
+                "if tuple(O.shape) != out_shape or tuple(dO.shape) != out_shape:",
+                "if tuple(dO.shape) != out_shape:",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "no check of L's shape (an L without the leading dimensions broadcasts in exp(E_j - L))",
+        replace=[
+            (
+                '    if tuple(L.shape) != tuple(Q.shape[:-1]):\n        raise ValueError(f"L must have shape {tuple(Q.shape[:-1])} (..., T_q), got {tuple(L.shape)}")\n',
+                "",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "no check that K and V hold the same number of keys (torch's RuntimeError instead of a ValueError)",
+        replace=[
+            (
+                "if K.shape[-1] != Q.shape[-1] or V.shape[-2] != K.shape[-2]:",
+                "if K.shape[-1] != Q.shape[-1]:",
+            )
+        ],
+    ),
+    Variant(
+        "tiled_attention_backward",
+        "no check of the leading dimensions (K and V of batch 1 broadcast against Q's batch 2: dK and dV of the wrong shape)",
+        replace=[
+            (
+                "if Q.dim() < 2 or Q.shape[:-2] != K.shape[:-2] or Q.shape[:-2] != V.shape[:-2]:",
+                "if Q.dim() < 2:",
+            )
+        ],
+    ),
     # Exercise 8.3
     Variant(
         "KVCacheSelfAttention",
@@ -1371,6 +1441,21 @@ WRONG += [
         "KVCacheSelfAttention",
         "returns only the new tokens' keys and values as the new cache",
         replace=[("return y, (K, V)", "return y, (heads(k), heads(v))")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "appends the new keys to the cache but not the new values (PyTorch's shape error inside the attention)",
+        replace=[("V = torch.cat([V_past, heads(v)], dim=2)", "V = V_past")],
+    ),
+    Variant(
+        "KVCacheSelfAttention",
+        "checks the cache's batch and number of heads, not its head size (torch.cat's RuntimeError for d_k 6 instead of 4)",
+        replace=[
+            (
+                "if t.dim() != 4 or tuple(t.shape[:2]) != (B, H) or t.shape[3] != d_k:",
+                "if t.dim() != 4 or tuple(t.shape[:2]) != (B, H):",
+            )
+        ],
     ),
     Variant(
         "KVCacheSelfAttention",
