@@ -26,6 +26,20 @@ import sys
 import torch
 
 
+def _check_index(rows, index):
+    """reorder's index: a long tensor (K',) of rows of a state of `rows` rows."""
+    assert isinstance(index, torch.Tensor) and index.dim() == 1 and index.dtype == torch.long, (
+        f"reorder(state, index): index should be a long tensor (K',), got {type(index).__name__} "
+        f"{getattr(index, 'dtype', '')} {tuple(getattr(index, 'shape', ()))}"
+    )
+    outside = [i for i in index.tolist() if not 0 <= i < rows]
+    assert not outside, (
+        f"reorder(state, index) with index {index.tolist()}: the state has {rows} rows (0 .. {rows - 1}), so "
+        f"{outside} name no row. index names, for each hypothesis kept alive, the row of the hypothesis it extends "
+        "(its position in the flattened K * n_vocab scores divided by n_vocab), not its place among the kept ones"
+    )
+
+
 class ToyModel:
     """A model of the next token given the prefix, for beam_search's tests (see the module's docstring).
 
@@ -107,6 +121,7 @@ class ToyModel:
     @staticmethod
     def reorder(state, index):
         """The rows of state that index names, in that order (a key-value cache would use index_select too)."""
+        _check_index(state.shape[0], index)
         return state.index_select(0, index)
 
 
@@ -147,6 +162,7 @@ class TinyGRU(ToyModel):
 
     @staticmethod
     def reorder(state, index):
+        _check_index(state[0].shape[0], index)
         return tuple(t.index_select(0, index) for t in state)
 
     def log_probs_of(self, prefix):
