@@ -169,3 +169,46 @@ def rotary_embedding(x, positions, base=10000.0):
     y[..., 0::2] = x_even * cos - x_odd * sin
     y[..., 1::2] = x_even * sin + x_odd * cos
     return y
+
+
+def beam_search(step, reorder, state, bos_id, eos_id, beam_size, max_len, alpha=0.0):
+    """Beam search for one sentence; the live hypotheses are the rows of a batch.
+
+    step(last_tokens (K,) long, state) -> (log_probs (K, n_vocab), new_state), row k for hypothesis k;
+    reorder(state, index (K',) long) -> the state of the rows index names, in that order.
+    Returns (tokens, score): the finished hypothesis with the highest score / n ** alpha (n its number of
+    tokens, eos_id included), as a list of ints without bos_id, and its raw sum of log-probabilities (a float).
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    if alpha < 0:
+        raise ValueError(f"alpha (the length-normalisation exponent) must be >= 0, got {alpha}")
+    hypotheses = [[]]                                       # the live hypotheses' tokens, row k = hypothesis k
+    scores = None                                           # (K,) their summed log-probabilities
+    last_tokens = torch.tensor([bos_id])
+    finished = []                                           # (tokens, raw score)
+    for t in range(1, max_len + 1):
+        log_probs, state = step(last_tokens, state)         # (K, n_vocab)
+        n_vocab = log_probs.shape[-1]
+        if scores is None:
+            scores = log_probs.new_zeros(1)
+        candidates = (scores[:, None] + log_probs).reshape(-1)                # (K * n_vocab,): every extension
+        best, flat = candidates.topk(min(beam_size, candidates.numel()))     # the beam_size best of them all
+        rows, words = flat // n_vocab, flat % n_vocab
+        keep = []                                           # positions in `best` of the extensions still live
+        for i, (row, word) in enumerate(zip(rows.tolist(), words.tolist())):
+            tokens = hypotheses[row] + [word]
+            if word == eos_id or t == max_len:
+                finished.append((tokens, float(best[i])))
+            else:
+                keep.append(i)
+        if not keep:
+            break
+        keep = torch.tensor(keep, device=log_probs.device)
+        hypotheses = [hypotheses[r] + [w] for r, w in zip(rows[keep].tolist(), words[keep].tolist())]
+        scores, last_tokens = best[keep], words[keep]
+        state = reorder(state, rows[keep])                  # row k of the state follows hypothesis k
+    tokens, score = max(finished, key=lambda f: f[1] / len(f[0]) ** alpha)
+    return tokens, score

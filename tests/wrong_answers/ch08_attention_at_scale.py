@@ -1783,3 +1783,256 @@ WRONG += [
         ],
     ),
 ]
+
+# ----------------------------------------------------------------------------------------------
+# Exercise 8.5, beam_search (issue 31, section 1)
+# ----------------------------------------------------------------------------------------------
+
+_BEAM_SIGNATURE = '''def beam_search(step, reorder, state, bos_id, eos_id, beam_size, max_len, alpha=0.0):
+    """Beam search for one sentence; the live hypotheses are the rows of a batch: (tokens, score)."""
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    if alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+'''
+
+# valid: a loop over the hypotheses and their tokens, Python floats, the candidates sorted as a list
+BEAM_PYTHON_LOOPS = (
+    _BEAM_SIGNATURE
+    + """    live = [([], 0.0)]                                   # (tokens, score) of each live hypothesis, row by row
+    last_tokens = torch.tensor([bos_id])
+    finished = []
+    for t in range(1, max_len + 1):
+        log_probs, state = step(last_tokens, state)
+        candidates = []
+        for row, (tokens, score) in enumerate(live):
+            for word, lp in enumerate(log_probs[row].tolist()):
+                candidates.append((score + lp, row, word))
+        candidates.sort(reverse=True)
+        rows, survivors = [], []
+        for score, row, word in candidates[:beam_size]:
+            tokens = live[row][0] + [word]
+            if word == eos_id or t == max_len:
+                finished.append((tokens, score))
+            else:
+                rows.append(row)
+                survivors.append((tokens, score))
+        if not survivors:
+            break
+        live = survivors
+        state = reorder(state, torch.tensor(rows, device=log_probs.device))
+        last_tokens = torch.tensor([tokens[-1] for tokens, _ in live], device=log_probs.device)
+    best = max(finished, key=lambda f: f[1] / len(f[0]) ** alpha)
+    return best[0], best[1]
+"""
+)
+
+# valid: heapq.nlargest over (score, row, word) triples, and the result by sorting the finished hypotheses
+BEAM_HEAP = (
+    "import heapq\n\n\n"
+    + _BEAM_SIGNATURE
+    + """    live_tokens, live_scores = [[]], [0.0]
+    last_tokens = torch.tensor([bos_id])
+    finished = []
+    for t in range(1, max_len + 1):
+        log_probs, state = step(last_tokens, state)
+        table = log_probs.double().tolist()
+        triples = ((live_scores[r] + lp, r, w) for r in range(len(live_tokens)) for w, lp in enumerate(table[r]))
+        kept = heapq.nlargest(beam_size, triples)
+        done = [(live_tokens[r] + [w], s) for s, r, w in kept if w == eos_id or t == max_len]
+        going = [(s, r, w) for s, r, w in kept if not (w == eos_id or t == max_len)]
+        finished += done
+        if not going:
+            break
+        state = reorder(state, torch.tensor([r for _, r, _ in going], dtype=torch.long))
+        live_tokens = [live_tokens[r] + [w] for _, r, w in going]
+        live_scores = [s for s, _, _ in going]
+        last_tokens = torch.tensor([w for _, _, w in going], dtype=torch.long)
+    finished.sort(key=lambda f: f[1] / len(f[0]) ** alpha, reverse=True)
+    return finished[0][0], float(finished[0][1])
+"""
+)
+
+WRONG += [
+    Variant(
+        "beam_search",
+        "starts with beam_size copies of the empty hypothesis (the first step keeps the same extension several times)",
+        replace=[
+            (
+                "    last_tokens = torch.tensor([bos_id])\n",
+                "    last_tokens = torch.full((beam_size,), bos_id)\n"
+                "    hypotheses = [[] for _ in range(beam_size)]\n"
+                "    state = reorder(state, torch.zeros(beam_size, dtype=torch.long))\n",
+            ),
+            ("            scores = log_probs.new_zeros(1)\n", "            scores = log_probs.new_zeros(beam_size)\n"),
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "top-k of each row, then the first beam_size of them in row order (not the best over the whole beam)",
+        replace=[
+            (
+                "        best, flat = candidates.topk(min(beam_size, candidates.numel()))     # the beam_size best of them all\n",
+                "        per_row, words_per_row = (scores[:, None] + log_probs).topk(min(beam_size, n_vocab), dim=-1)\n"
+                "        best = per_row.reshape(-1)[:beam_size]\n"
+                "        flat = (torch.arange(len(scores))[:, None] * n_vocab + words_per_row).reshape(-1)[:beam_size]\n",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "the state is never reordered (row k of the state no longer belongs to hypothesis k)",
+        replace=[
+            (
+                "        state = reorder(state, rows[keep])                  # row k of the state follows hypothesis k\n",
+                "",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "the state reordered with the positions of the kept extensions in the top-k, not with the rows they extend",
+        replace=[("state = reorder(state, rows[keep])", "state = reorder(state, keep)")],
+    ),
+    Variant(
+        "beam_search",
+        "the state reordered with the rows of every kept extension, the finished ones included",
+        replace=[("state = reorder(state, rows[keep])", "state = reorder(state, rows)")],
+    ),
+    Variant(
+        "beam_search",
+        "a hypothesis that takes eos_id stays live and is extended (finished only at max_len)",
+        replace=[("            if word == eos_id or t == max_len:\n", "            if t == max_len:\n")],
+    ),
+    Variant(
+        "beam_search",
+        "finished hypotheses keep their places: each step keeps beam_size minus the number finished (a shrinking beam)",
+        replace=[
+            (
+                "candidates.topk(min(beam_size, candidates.numel()))",
+                "candidates.topk(max(0, min(beam_size - len(finished), candidates.numel())))",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "normalises while pruning: the running score is divided by t ** alpha at every step",
+        replace=[
+            (
+                "        candidates = (scores[:, None] + log_probs).reshape(-1)                # (K * n_vocab,): every extension\n",
+                "        candidates = ((scores[:, None] + log_probs) / t**alpha).reshape(-1)\n",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "returns the normalised score instead of the raw sum of log-probabilities",
+        replace=[("    return tokens, score", "    return tokens, score / len(tokens) ** alpha")],
+    ),
+    Variant(
+        "beam_search",
+        "alpha ignored: the result is always the highest raw score",
+        replace=[("key=lambda f: f[1] / len(f[0]) ** alpha", "key=lambda f: f[1]")],
+    ),
+    Variant(
+        "beam_search",
+        "the length n for the normalisation does not count eos_id",
+        replace=[
+            (
+                "key=lambda f: f[1] / len(f[0]) ** alpha",
+                "key=lambda f: f[1] / max(1, len(f[0]) - (f[0][-1] == eos_id)) ** alpha",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "max_len off by one: the kept extensions finish at t == max_len - 1",
+        replace=[
+            ("            if word == eos_id or t == max_len:\n", "            if word == eos_id or t == max_len - 1:\n")
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "max_len off by one: the steps run t = 0 .. max_len (one step too many)",
+        replace=[("    for t in range(1, max_len + 1):\n", "    for t in range(0, max_len + 1):\n")],
+    ),
+    Variant(
+        "beam_search",
+        "extensions ranked by the new token's log-probability only (the hypothesis's score not added; greedy still right)",
+        replace=[
+            (
+                "        candidates = (scores[:, None] + log_probs).reshape(-1)                # (K * n_vocab,): every extension\n",
+                "        candidates = log_probs.reshape(-1)\n",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "bos_id kept at the start of the returned tokens",
+        replace=[("    hypotheses = [[]]   ", "    hypotheses = [[bos_id]]")],
+    ),
+    Variant(
+        "beam_search",
+        "no ValueError for a negative alpha (the input check left out)",
+        replace=[
+            (
+                '    if alpha < 0:\n        raise ValueError(f"alpha (the length-normalisation exponent) must be >= 0, got {alpha}")\n',
+                "",
+            )
+        ],
+    ),
+]
+
+VALID += [
+    Variant(
+        "beam_search",
+        "loops over the hypotheses and tokens in Python floats, the candidates sorted as a list",
+        source=BEAM_PYTHON_LOOPS,
+    ),
+    Variant(
+        "beam_search",
+        "heapq.nlargest over (score, row, word) in float64; the result by sorting the finished",
+        source=BEAM_HEAP,
+    ),
+    Variant(
+        "beam_search",
+        "scores accumulated in float64",
+        replace=[
+            (
+                "            scores = log_probs.new_zeros(1)\n",
+                "            scores = torch.zeros(1, dtype=torch.float64, device=log_probs.device)\n",
+            ),
+            (
+                "candidates = (scores[:, None] + log_probs).reshape(-1)",
+                "candidates = (scores[:, None] + log_probs.double()).reshape(-1)",
+            ),
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "a full descending sort instead of topk",
+        replace=[
+            (
+                "        best, flat = candidates.topk(min(beam_size, candidates.numel()))     # the beam_size best of them all\n",
+                "        best, flat = candidates.sort(descending=True)\n        best, flat = best[:beam_size], flat[:beam_size]\n",
+            )
+        ],
+    ),
+    Variant(
+        "beam_search",
+        "reorder called with an empty index before stopping (the contract allows it)",
+        replace=[
+            (
+                "        if not keep:\n            break\n        keep = torch.tensor(keep, device=log_probs.device)\n",
+                "        keep = torch.tensor(keep, dtype=torch.long, device=log_probs.device)\n",
+            ),
+            (
+                "        state = reorder(state, rows[keep])                  # row k of the state follows hypothesis k\n",
+                "        state = reorder(state, rows[keep])                  # row k of the state follows hypothesis k\n"
+                "        if len(keep) == 0:\n            break\n",
+            ),
+        ],
+    ),
+]
