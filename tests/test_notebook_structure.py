@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from autograder import course
-from autograder.conventions import HIDDEN_TESTS, MARK_SCHEME_REGION, SOLUTION, is_answer_cell, is_written_answer
+from autograder.conventions import HIDDEN_TESTS, MARK_SCHEME_REGION, SOLUTION, is_answer_cell, is_test_cell, is_written_answer
 
 CONTRACT = course.SOLUTIONS / "EXERCISES.md"  # the course's own contract (always present)
 SHARED_CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"  # the team's catalogue (optional)
@@ -169,3 +169,22 @@ def test_colour_maps_are_perceptually_uniform(assignment):
     named = set(re.findall(r"cmap\s*=\s*[\"']([A-Za-z_]+)[\"']", "\n".join(sources)))
     bad = {name for name in named if name.removesuffix("_r") not in PERCEPTUALLY_UNIFORM}
     assert not bad, f"{assignment} uses colour maps that are not perceptually uniform: {sorted(bad)}"
+
+
+MAX_TEST_CELL_LINES = 30
+
+
+def test_student_test_cells_are_short(assignment):
+    """Validate's dialog shows a failing test cell's whole source before its message, in a small box: every
+    test cell of the student notebook is at most 30 lines, so that a failure reads as a few lines and one
+    message (the helpers a test needs live in attention_course.checks, where a student can read them)."""
+    nb = nbformat.read(course.student_notebook(assignment), as_version=4)
+    too_long = {
+        cell.metadata["nbgrader"]["grade_id"]: len(cell.source.splitlines())
+        for cell in nb.cells
+        if is_test_cell(cell) and len(cell.source.splitlines()) > MAX_TEST_CELL_LINES
+    }
+    assert not too_long, (
+        f"{assignment}: test cells over {MAX_TEST_CELL_LINES} lines (grade id: lines): {too_long}; move their "
+        "helpers into attention_course/checks/ (one module per chapter)"
+    )
