@@ -12,7 +12,14 @@ import nbformat
 import pytest
 
 from autograder import course
-from autograder.conventions import HIDDEN_TESTS, MARK_SCHEME_REGION, SOLUTION, is_answer_cell, is_test_cell, is_written_answer
+from autograder.conventions import (
+    HIDDEN_TESTS,
+    MARK_SCHEME_REGION,
+    SOLUTION,
+    is_answer_cell,
+    is_test_cell,
+    is_written_answer,
+)
 
 CONTRACT = course.SOLUTIONS / "EXERCISES.md"  # the course's own contract (always present)
 SHARED_CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"  # the team's catalogue (optional)
