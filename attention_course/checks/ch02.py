@@ -95,9 +95,12 @@ def gru_cell_step(rnn, embedded, hidden):
 
 
 def _reaches(encoder, tensor) -> bool:
-    encoder.zero_grad()
-    if tensor.requires_grad:
-        tensor.sum().backward()
+    """Does a loss computed from ``tensor`` reach the encoder's recurrent weights?"""
+    for weight in encoder.parameters():
+        weight.grad = None
+    if not tensor.requires_grad:
+        return False
+    torch.autograd.backward(tensor.sum())
     grad = encoder.rnn.weight_hh_l0.grad
     return grad is not None and grad.abs().sum() > 0
 
@@ -138,7 +141,7 @@ def mean_over_real_tokens(teacher_forcing_loss, encoder, decoder, src, lengths, 
     n_vocab = decoder.out.out_features
     with torch.no_grad():
         decoder.out.weight.zero_()
-        decoder.out.bias.zero_()
+        decoder.out.bias.fill_(0.0)
         uniform = teacher_forcing_loss(encoder, decoder, src, lengths, tgt, bos_id=1, pad_id=0).item()
     if not math.isclose(uniform, math.log(n_vocab), rel_tol=1e-5):
         raise AssertionError(
@@ -238,7 +241,7 @@ def constant_models(encoder_class, decoder_class, n_vocab: int, winner: int):
     encoder, decoder = encoder_class(n_vocab, 4, 6), decoder_class(n_vocab, 4, 6)
     with torch.no_grad():
         decoder.out.weight.zero_()
-        decoder.out.bias.zero_()
+        decoder.out.bias.fill_(0.0)
         decoder.out.bias[winner] = 1.0
     return encoder, decoder
 
@@ -266,7 +269,7 @@ def counting_models(encoder_class, decoder_class, n_vocab: int, content=None, eo
         decoder.rnn.weight_ih_l0[2 * n_vocab :] = 2 * successor
         decoder.rnn.weight_hh_l0[2 * n_vocab :] = eye  # decoder state = tanh(2 e_next(y_prev) + previous state)
         decoder.out.weight.copy_(eye)
-        decoder.out.bias.zero_()
+        decoder.out.bias.fill_(0.0)
     return encoder, decoder
 
 
