@@ -8,10 +8,13 @@ test sequences per source length with the reference ``greedy_decode`` and record
 source length: exact match (``exact_match_by_length``), token accuracy, and token accuracy
 at each output position; plus the settings, the seed, the training loss and a few examples.
 
-How long: 2 to 4 minutes on one CPU thread (3000 training steps): the committed results took
-249 s of training on a busy 2-core machine; the same settings took about 110 s on a quieter one. Seeds
-are fixed; on the same machine and PyTorch version the numbers repeat exactly, elsewhere they
-may differ slightly.
+How long: 2 to 6 minutes on one CPU thread (3000 training steps): the committed results took
+309 s of training on a busy 2-core machine (load average 3.6 at the start); the same settings took
+about 110 s on a quieter one. Seeds are fixed; on the same machine and PyTorch version the numbers
+repeat exactly, elsewhere they may differ slightly (an earlier run of the same settings, machine not
+recorded, differed from this one in the exact match of single lengths by up to 5 points), which
+is why the file records the machine
+(``experiments.machine.describe_machine``: processor, instruction set, cores, threads, load).
 
 How to run it, from the repository root:
 
@@ -145,7 +148,9 @@ def main(argv=None):
 
     sys.path.insert(0, str(ROOT))  # the reference modules live in autograder/, which is not installed
     ref = importlib.import_module("autograder.reference.ch02_seq2seq_bottleneck")
+    machine = importlib.import_module("experiments.machine")
     torch.set_num_threads(1)  # small recurrent models: one thread is fastest, and robust on a busy machine
+    where = machine.describe_machine()  # the processor, its instruction set, cores, threads and load at the start
 
     start = time.time()
     encoder, decoder, losses = train(ref, settings, SEED)
@@ -170,6 +175,7 @@ def main(argv=None):
         "train_seconds": round(train_seconds, 1),
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
+        "machine": where,
         "lengths": lengths,
         "exact_match": [round(v, 4) for v in exact],
         "token_accuracy": [round(v, 4) for v in tokens],

@@ -47,20 +47,14 @@ def jacobian_norms_by_differences(X, h0, W_xh, W_hh, b_h, eps: float = 1e-6) -> 
     """The oracle of Exercise 1.3 by central differences: for each i, nudge h_{i+1} by +-eps in each coordinate,
     run the remaining steps of tanh(W_xh x + W_hh h + b_h), and take the Frobenius norm of how h_T moves."""
 
-    def last_state(h, first):  # h_T, starting from the state h after reading X[:first]
-        for x in X[first:]:
+    def run(h, rows):  # the state after reading the rows of X given, starting from h
+        for x in rows:
             h = np.tanh(W_xh @ x + W_hh @ h + b_h)
         return h
 
-    states, h = [], h0
-    for x in X:
-        h = np.tanh(W_xh @ x + W_hh @ h + b_h)
-        states.append(h)
-    norms = []
-    for i, state in enumerate(states):
-        columns = [
-            (last_state(state + eps * e, i + 1) - last_state(state - eps * e, i + 1)) / (2 * eps)
-            for e in np.eye(len(h0))
-        ]
-        norms.append(np.linalg.norm(np.column_stack(columns)))
-    return np.array(norms)
+    def moves(i, e):  # column of d h_T / d h_{i+1} along the unit vector e
+        state = run(h0, X[: i + 1])  # h_{i+1}
+        return (run(state + eps * e, X[i + 1 :]) - run(state - eps * e, X[i + 1 :])) / (2 * eps)
+
+    unit = np.eye(len(h0))
+    return np.asarray([np.linalg.norm(np.column_stack([moves(i, e) for e in unit])) for i in range(len(X))])

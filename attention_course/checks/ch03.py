@@ -52,7 +52,7 @@ def pair(result, names: str):
 def quiet(function, *args, what: str, hint: str, **kwargs):
     """``function(*args, **kwargs)`` must raise no NumPy RuntimeWarning (overflow, 0/0) and give finite values."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter(action="always")
         got = function(*args, **kwargs)
     numpy_warnings = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     finite = bool(np.all(np.isfinite(np.asarray(got, dtype=float))))

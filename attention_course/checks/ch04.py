@@ -174,7 +174,7 @@ def compare_with_torch(mine, theirs, query, key, value, key_padding_mask=None, a
         ) from None
     with torch.no_grad():
         want_out, want_weights = theirs(
-            query, key, value, need_weights=True, average_attn_weights=True,
+            query, key, value, average_attn_weights=True, need_weights=True,
             key_padding_mask=None if key_padding_mask is None else ~key_padding_mask,
             attn_mask=None if attn_mask is None else ~attn_mask,
         )  # fmt: skip
@@ -184,7 +184,7 @@ def compare_with_torch(mine, theirs, query, key, value, key_padding_mask=None, a
             f"{(B, T_q, T_k)}, got {tuple(out.shape)} and {tuple(weights.shape)}"
             + (": average the weights over the heads, weights.mean(dim=1)" if weights.dim() == 4 else "")
         )
-    allowed = torch.ones(B, T_q, T_k, dtype=torch.bool)
+    allowed = torch.ones((B, T_q, T_k), dtype=torch.bool)
     if key_padding_mask is not None:
         allowed = allowed & key_padding_mask[:, None, :]
     if attn_mask is not None:
