@@ -11,7 +11,10 @@ The programs (each ``python -m experiments.NAME --help``): the run and its comma
 - :mod:`experiments.variants`: the six attention variants of chapter 05's comparison;
 - :mod:`experiments.transformer`: chapter 07's Transformer beside the RNN with attention;
 - :mod:`experiments.exports`: chapter 06's data (maps and the black-box scorer) from its trained model;
-- :mod:`experiments.soft_maps`: how soft the maps of chapter 06's model are.
+- :mod:`experiments.soft_maps`: how soft the maps of chapter 06's model are;
+- :mod:`experiments.positions`: chapter 07's Transformer with rotary and ALiBi positions (chapter 08);
+- :mod:`experiments.beam`: chapter 08's beam search on chapter 07's Transformer (over a key-value cache) and
+  chapter 05's RNN with attention.
 
 What they share, one concern a module:
 

@@ -11,7 +11,10 @@ They are results of the course's training programs, regenerable from the reposit
 - ``transformer_results.json``: chapter 07's Transformer beside the RNN with attention
   (``python -m experiments.transformer --config medium``);
 - ``positions_results.json``: chapter 08's length curves of chapter 07's Transformer with sinusoidal, rotary and
-  ALiBi positions (``python -m experiments.positions --config medium``).
+  ALiBi positions (``python -m experiments.positions --config medium``);
+- ``beam_results.json``: chapter 08's beam search on chapter 07's Transformer (with a key-value cache) and
+  chapter 05's RNN with attention, by beam size, length normalisation and source length
+  (``python -m experiments.beam --config medium``).
 
 A notebook finds them with :func:`path`, wherever the package is installed::
 
