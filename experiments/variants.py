@@ -8,10 +8,15 @@ trains six models that differ only in how the decoder attends (issue 13, section
 ``none``        no attention: the decoder sees the encoder's summary at every step (``PlainDecoder``)
 ``dot``         Luong's dot score ``e_t,i = s_t . h_i`` (chapter 04's ``dot_score``)
 ``general``     Luong's multiplicative "general" score ``s_t^T W h_i`` (chapter 04's ``general_score``)
-``additive``    Bahdanau's additive / concat score ``v^T tanh(W_q s_t + W_k h_i)`` (chapter 05's ``AdditiveScore``)
+``additive``    Bahdanau's additive score ``v^T tanh(W_q s_t + W_k h_i)`` (chapter 05's ``AdditiveScore``)
 ``scaled_dot``  the scaled dot product ``s_t . h_i / sqrt(d)`` (chapter 04's ``scaled_dot_product_attention``)
 ``multi_head``  multi-head scaled dot product, 4 heads (chapter 04's ``MultiHeadAttention``)
 ==============  ==========================================================================================
+
+Every attention variant lives in chapter 05's decoder (Luong et al.'s architecture): it scores the current state
+``s_t``, after the GRU's step, and combines ``a_t`` with it before the output layer. So ``additive`` takes only its
+score function from Bahdanau et al. (2015), whose decoder scores the previous state ``s_{t-1}`` and feeds the
+attention vector into the GRU.
 
 Everything else is identical: the same data (the toy language of ``attention_course.toy_translation``), the
 same bidirectional ``GRUEncoder``, the same decoder sizes and output layers (chapter 05's ``AttentionDecoder``,
@@ -69,7 +74,7 @@ LABELS = {
     "none": "no attention",
     "dot": "dot (Luong)",
     "general": "general (Luong, multiplicative)",
-    "additive": "additive / concat (Bahdanau)",
+    "additive": "additive (Bahdanau's score)",
     "scaled_dot": "scaled dot product",
     "multi_head": "multi-head (4 heads)",
 }

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["assert_importances", "linear_scorer"]
+__all__ = ["assert_importances", "linear_scorer", "occlusion_of"]
 
 
 def linear_scorer() -> nn.Module:
@@ -43,3 +43,18 @@ def assert_importances(got, expected, hint: str, name: str = "occlusion_importan
         atol=1e-6,
         err_msg=f"{hint}; expected {expected.tolist()}, got {np.asarray(got).tolist()}",
     )
+
+
+def occlusion_of(occlusion_importance, scorer, ids, replace_id):
+    """``occlusion_importance(scorer, ids, replace_id)``; an error raised inside (other than NotImplementedError)
+    becomes an AssertionError that says what went in."""
+    try:
+        return occlusion_importance(scorer, ids, replace_id)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise AssertionError(
+            f"occlusion_importance(scorer, {ids!r}, {replace_id}) raised {type(error).__name__}: {error}. The scorer "
+            f"takes a source of exactly {len(ids)} ids: hide position i by replacing its id with replace_id in a "
+            "copy of the source, without deleting it"
+        ) from None

@@ -57,6 +57,19 @@ def load_torch_weights(mine, state, what: str, hint: str = "") -> None:
         ) from None
 
 
+def _called(layer, inputs: tuple, shapes: str, hint: str):
+    """``layer(*inputs)``; an error other than NotImplementedError becomes an AssertionError that says what went in."""
+    try:
+        return layer(*inputs)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise AssertionError(
+            f"your layer, called with {shapes}, raised {type(error).__name__}: {error}. Check the shapes each "
+            f"sublayer receives: {hint}"
+        ) from None
+
+
 def _recipe(norm_first: bool) -> str:
     return "pre-norm (norm_first=True)" if norm_first else "post-norm (norm_first=False)"
 
@@ -92,7 +105,12 @@ def assert_like_torch_encoder(mine, theirs: nn.TransformerEncoderLayer, x: torch
     recipe = _recipe(theirs.norm_first)
     other = _other_recipe(theirs, nn.TransformerEncoderLayer, **_sizes(theirs))
     with torch.no_grad():
-        got = mine(x, mask)
+        got = _called(
+            mine,
+            (x, mask),
+            f"x {tuple(x.shape)} and key_padding_mask {tuple(mask.shape)}",
+            "self-attention's queries, keys and values are all (projections of) x",
+        )
         expected = theirs(x, src_key_padding_mask=~mask)  # PyTorch: True = padding
         if_other_recipe = other(x, src_key_padding_mask=~mask)
         if_no_mask = theirs(x)
@@ -131,7 +149,13 @@ def assert_like_torch_decoder(
     other = _other_recipe(theirs, nn.TransformerDecoderLayer, **_sizes(theirs))
     causal = nn.Transformer.generate_square_subsequent_mask(x.shape[1], dtype=dtype)  # torch's: -inf above the diagonal
     with torch.no_grad():
-        got = mine(x, memory, memory_mask)
+        got = _called(
+            mine,
+            (x, memory, memory_mask),
+            f"x {tuple(x.shape)}, memory {tuple(memory.shape)} and memory_key_padding_mask {tuple(memory_mask.shape)}",
+            "in cross-attention the queries come from x (the decoder), the keys and values from memory "
+            "(the encoder): multihead_attn(query, memory, memory, ...)",
+        )
         expected = theirs(x, memory, tgt_mask=causal, tgt_is_causal=True, memory_key_padding_mask=~memory_mask)
         causal_and_masked = {"tgt_mask": causal, "tgt_is_causal": True, "memory_key_padding_mask": ~memory_mask}
         candidates = {  # what some common mistakes compute
