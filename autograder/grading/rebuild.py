@@ -6,14 +6,15 @@ beyond reading OUT and the gradebook); a grading run runs it at its end. Each ti
 - the grades people entered in formgrader are read from the gradebook (gradebook.hand_grades);
 - each submission's time goes into the gradebook and the late policy is applied (lateness.py);
 - ids that are not on the roster are flagged ``not_on_roster`` (ids.py);
-- ``grades.csv``, ``details.csv`` and the feedback pages (report.py) are written again.
+- ``grades.csv``, ``details.csv``, the feedback pages (report.py) and the class report
+  (classreport.py: ``OUT/class/``) are written again.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.grading import gradebook, lateness, records, report
+from autograder.grading import classreport, gradebook, lateness, records, report
 
 
 def rebuild(out: Path, work: Path, assignment: str, roster: set[str] | None = None, due: str | None = None) -> list:
@@ -35,6 +36,7 @@ def rebuild(out: Path, work: Path, assignment: str, roster: set[str] | None = No
     report.write_csvs(out, found, hand, late)
     released = {gid: t.released for gid, t in load_template(assignment).tests.items() if not t.hidden}
     report.write_feedback(out, found, hand, released, late)
+    classreport.write(out, assignment, found, hand)
     return found
 
 
