@@ -184,7 +184,7 @@ def grade_class(
         gradebook.record(work, result)
         submission = by_student[result.student_id]
         record = report.record_of(result)
-        record.update(timestamp=submission.timestamp, lms_late=submission.lms_late,
+        record.update(timestamp=submission.timestamp, lms_late=submission.lms_late, secret=submission.secret,
                       graded_from=records.graded_from(submission.data, assignment, options))  # fmt: skip
         records.save(out, record)  # last: a record exists only for a submission graded to the end
         progress.set_postfix_str(result.student_id[:30], refresh=False)
@@ -229,8 +229,9 @@ def _todo(found, out, assignment, options, force, retry_failed) -> tuple[list, i
             todo.append(submission)
             continue
         skipped += 1
-        if (record.get("timestamp"), record.get("lms_late")) != (submission.timestamp, submission.lms_late):
-            record.update(timestamp=submission.timestamp, lms_late=submission.lms_late)
+        now = dict(timestamp=submission.timestamp, lms_late=submission.lms_late, secret=submission.secret)
+        if any(record.get(k) != v for k, v in now.items()):
+            record.update(now)
             records.save(out, record)
     return todo, skipped
 

@@ -74,6 +74,7 @@ def figure(scores: list[float], maximum: float) -> tuple[bytes, str]:
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(7, 3.2), dpi=100)
     ax = fig.add_subplot()
@@ -81,6 +82,7 @@ def figure(scores: list[float], maximum: float) -> tuple[bytes, str]:
     ax.hist(scores, bins=bins, range=(0, maximum or 1), color="#3a6ea5", edgecolor="white")
     ax.set_xlabel(f"score (out of {maximum:g})")
     ax.set_ylabel("submissions")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Scores of the graded submissions")
     fig.tight_layout()
     buffer = io.BytesIO()

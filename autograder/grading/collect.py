@@ -50,6 +50,7 @@ class Submission:
     notes: list[str] = field(default_factory=list)
     timestamp: str = ""  # when it was handed in (ISO 8601, UTC as nbgrader keeps it); "" when unknown
     lms_late: bool = False  # the learning platform marked it late
+    secret: str = ""  # nbgrader's submission_secret.txt (exchange submissions): names its released feedback
 
 
 @dataclass
@@ -169,14 +170,18 @@ def _handed_in(files: list[_File]) -> str:
 
 def _choose(student: str, files: list[_File], assignment: str) -> Submission:
     submission = _choose_notebook(student, files, assignment)
-    chosen = [f for f in files if f.parts[-1] == "timestamp.txt" or "/".join(f.parts) == submission.source]
+    beside = ("timestamp.txt", "submission_secret.txt")
+    chosen = [f for f in files if f.parts[-1] in beside or "/".join(f.parts) == submission.source]
     submission.timestamp = _handed_in(chosen or files)
     submission.lms_late = any(f.late for f in files)
+    secrets = [f for f in chosen if f.parts[-1] == "submission_secret.txt" and f.size < 1000]
+    if secrets and submission.source:
+        submission.secret = secrets[0].read().decode("ascii", errors="replace").strip()
     return submission
 
 
 def _choose_notebook(student: str, files: list[_File], assignment: str) -> Submission:
-    files = [f for f in files if not f.receipt and f.parts[-1] != "timestamp.txt"]
+    files = [f for f in files if not f.receipt and f.parts[-1] not in ("timestamp.txt", "submission_secret.txt")]
     notebooks = [f for f in files if f.parts[-1].lower().endswith(".ipynb")]
     if not notebooks and len(files) == 1 and PurePosixPath(files[0].parts[-1]).suffix.lower() in ("", ".json", ".txt"):
         notebooks = files

@@ -7,14 +7,17 @@ beyond reading OUT and the gradebook); a grading run runs it at its end. Each ti
 - each submission's time goes into the gradebook and the late policy is applied (lateness.py);
 - ids that are not on the roster are flagged ``not_on_roster`` (ids.py);
 - ``grades.csv``, ``details.csv``, the feedback pages (report.py) and the class report
-  (classreport.py: ``OUT/class/``) are written again.
+  (classreport.py: ``OUT/class/``) are written again;
+- the feedback pages go to the course's feedback folder for nbgrader's ``release_feedback``, and
+  into a zip per student for a learning platform (release.py); what root wrote in WORK and OUT is
+  handed to their owner.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.grading import classreport, gradebook, lateness, records, report
+from autograder.grading import classreport, gradebook, lateness, records, release, report
 
 
 def rebuild(out: Path, work: Path, assignment: str, roster: set[str] | None = None, due: str | None = None) -> list:
@@ -37,6 +40,9 @@ def rebuild(out: Path, work: Path, assignment: str, roster: set[str] | None = No
     released = {gid: t.released for gid, t in load_template(assignment).tests.items() if not t.hidden}
     report.write_feedback(out, found, hand, released, late)
     classreport.write(out, assignment, found, hand)
+    release.course_feedback(out, work, assignment, found)
+    release.pack(out, assignment, found)
+    release.hand_over(Path(work), out)
     return found
 
 
