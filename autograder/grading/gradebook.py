@@ -126,3 +126,25 @@ def hand_grades(work: Path, assignment: str) -> dict[str, dict[str, tuple[float 
             None if extra is None else float(extra),
         )
     return grades
+
+
+def comments(work: Path, assignment: str) -> dict[str, dict[str, str]]:
+    """student -> cell name -> the comment a person wrote in formgrader."""
+    from nbgrader.api import Assignment, BaseCell, Comment, Gradebook, SubmittedAssignment, SubmittedNotebook
+
+    found: dict[str, dict[str, str]] = {}
+    if not (Path(work) / "gradebook.db").exists():
+        return found
+    with Gradebook(db_url(work)) as gradebook:
+        rows = (
+            gradebook.db.query(SubmittedAssignment.student_id, BaseCell.name, Comment.manual_comment)
+            .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+            .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Comment, Comment.notebook_id == SubmittedNotebook.id)
+            .join(BaseCell, BaseCell.id == Comment.cell_id)
+            .filter(Assignment.name == assignment, Comment.manual_comment.isnot(None), Comment.manual_comment != "")
+            .all()
+        )
+    for student, cell, text in rows:
+        found.setdefault(student, {})[cell] = text
+    return found

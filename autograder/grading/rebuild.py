@@ -3,7 +3,8 @@
 ``python -m autograder grade ... --reports-only`` runs this alone (no sandbox, no root needed
 beyond reading OUT and the gradebook); a grading run runs it at its end. Each time:
 
-- the grades people entered in formgrader are read from the gradebook (gradebook.hand_grades);
+- the grades and comments people entered in formgrader are read from the gradebook
+  (gradebook.hand_grades, gradebook.comments);
 - each submission's time goes into the gradebook and the late policy is applied (lateness.py);
 - ids that are not on the roster are flagged ``not_on_roster`` (ids.py);
 - ``grades.csv``, ``details.csv``, the feedback pages (report.py) and the class report
@@ -38,7 +39,7 @@ def rebuild(out: Path, work: Path, assignment: str, roster: set[str] | None = No
     late = lateness.apply(work, assignment, found, due)
     report.write_csvs(out, found, hand, late)
     released = {gid: t.released for gid, t in load_template(assignment).tests.items() if not t.hidden}
-    report.write_feedback(out, found, hand, released, late)
+    report.write_feedback(out, found, hand, released, late, gradebook.comments(work, assignment))
     classreport.write(out, assignment, found, hand)
     release.course_feedback(out, work, assignment, found)
     release.pack(out, assignment, found)

@@ -125,7 +125,8 @@ def write_csvs(out: Path, records: list[dict], manual: dict[str, dict], lateness
                                  _num(cell["max_score"]), cell["reason"]])  # fmt: skip
 
 
-def feedback_html(record: dict, manual: dict, released: dict[str, str], late=None) -> str:
+def feedback_html(record: dict, manual: dict, released: dict[str, str], late=None, notes=None) -> str:
+    """``notes``: cell name -> the comment a person wrote in formgrader (gradebook.comments)."""
     """The feedback page of one student. ``released``: grade_id -> the test's source as students see it."""
     e = html.escape
     cells = _with_manual(record, manual)
@@ -151,6 +152,12 @@ def feedback_html(record: dict, manual: dict, released: dict[str, str], late=Non
         parts.append("<p>Notes from the grader:</p><ul>")
         parts += [f"<li>{e(FLAG_TEXT.get(flag, flag))}</li>" for flag in record["flags"]]
         parts.append("</ul>")
+    notes = notes or {}
+    shown = {cell["grade_id"] for cell in cells}
+    if others := [(name, text) for name, text in sorted(notes.items()) if name not in shown]:
+        parts.append("<h2>Comments on your answers</h2><ul>")
+        parts += [f"<li><strong>{e(name)}</strong>: {e(text)}</li>" for name, text in others]
+        parts.append("</ul>")
     parts.append("<table><tr><th>cell</th><th>points</th><th>result</th></tr>")
     for cell in cells:
         parts.append(f"<tr><td>{e(cell['grade_id'])}</td><td>{_num(cell['score'])} / {_num(cell['max_score'])}</td>"
@@ -167,6 +174,8 @@ def feedback_html(record: dict, manual: dict, released: dict[str, str], late=Non
             parts.append("<p>All checks passed.</p>")
         else:
             parts.append(f"<pre>{e(cell.get('message') or cell['reason'])}</pre>")
+        if cell["grade_id"] in notes:
+            parts.append(f"<p><strong>Comment:</strong> {e(notes[cell['grade_id']])}</p>")
         if cell["kind"] == "test" and not cell.get("hidden"):
             if cell.get("output"):
                 parts.append(f'<p class="note">Output:</p><pre>{e(cell["output"])}</pre>')
@@ -185,10 +194,12 @@ def _result_word(cell: dict) -> str:
     return "passed" if cell["reason"] == "passed" else cell["reason"].split(":")[0][:60] or "failed"
 
 
-def write_feedback(out: Path, records: list[dict], manual: dict[str, dict], released: dict, lateness=None) -> None:
+def write_feedback(out: Path, records: list[dict], manual: dict[str, dict], released: dict, lateness=None,
+                   notes=None) -> None:  # fmt: skip
     for record in records:
         folder = Path(out) / "feedback" / record["student_id"]
         folder.mkdir(parents=True, exist_ok=True)
         late = (lateness or {}).get(record["student_id"])
-        page = feedback_html(record, manual.get(record["student_id"], {}), released, late)
+        page = feedback_html(record, manual.get(record["student_id"], {}), released, late,
+                             (notes or {}).get(record["student_id"]))  # fmt: skip
         (folder / f"{record['assignment']}.html").write_text(page, encoding="utf-8")
