@@ -159,6 +159,7 @@ def test_hand_grades_count_and_agree_with_nbgrader_export(term, tmp_path):
         gb.find_grade(written, BASE, BASE, "ada").manual_score = 1.5
         gb.find_grade(test_cell, BASE, BASE, "bo").manual_score = template.tests[test_cell].points  # an override
         gb.find_grade(test_cell, BASE, BASE, "bo").extra_credit = 0.5
+        gb.find_comment(written, BASE, BASE, "ada").manual_comment = "a comment for ada alone"
         gb.db.commit()
     command = [sys.executable, "-m", "autograder", "grade", BASE, str(term["submitted"]), "--out", str(term["out"]),
                "--work", str(term["work"]), "--reports-only", "--roster", "none"]  # fmt: skip
@@ -171,6 +172,9 @@ def test_hand_grades_count_and_agree_with_nbgrader_export(term, tmp_path):
     overridden = details[("bo", test_cell)]["reason"]
     assert overridden.startswith("manual (automatic: ") and "NotImplementedError" in overridden, overridden
     assert details[("ada", written)]["reason"] == "manual"
+    page = (term["out"] / "feedback" / "ada" / f"{BASE}.html").read_text()
+    assert "a comment for ada alone" in page
+    assert "a comment for ada alone" not in (term["out"] / "feedback" / "bo" / f"{BASE}.html").read_text()
     for student in ("ada", "bo"):
         assert float(rows[student]["raw_score"]) == float(exported[student]["raw_score"]), student
         assert float(rows[student]["score"]) == float(exported[student]["score"]), student

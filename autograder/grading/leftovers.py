@@ -8,8 +8,9 @@ watches its parent). At the next start, for every such folder whose owner is gon
 - the processes that name it (each sandbox's ``unshare``, which takes its whole pid namespace
   with it, and a jail still being set up) are killed, the mounts under it unmounted and the
   folder removed;
-- when no other run is alive, the processes of the sandbox users (uid ``UID_BASE`` and up:
-  kernels, whatever they started) are killed and the grader's cgroups (``autograder-*``) removed.
+- when there was such a folder and no other run is alive, the processes of the sandbox users
+  (uid ``UID_BASE`` and up: kernels, whatever they started) are killed and the grader's empty
+  cgroups (``autograder-*``) removed.
 
 The sandbox users are the grader's alone (sandbox.py), so nothing else is touched.
 """
@@ -117,7 +118,7 @@ def sweep() -> list[str]:
             cleaned.append(f"unmounted {point}")
         shutil.rmtree(folder, ignore_errors=True)
         cleaned.append(f"removed {folder}")
-    if live:
+    if live or not cleaned:  # another run is alive, or no run was killed: nothing of a sandbox is stray
         return cleaned
     for attempt in range(50):
         pids = _sandbox_processes()
