@@ -52,6 +52,7 @@ NOTEBOOK = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
 COURSE_FOLDER = "attention-step-by-step"  # in the instructor's home (deploy/jupyterhub_config.py)
 SCREENSHOTS = course.BUILD / "screenshots" / "hub"
 NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
+DUE = "2020-01-01 00:00:00 UTC"  # long past: every submission is late (the course's policy takes nothing off)
 
 
 def _pins(path: Path) -> dict[str, str]:
@@ -235,7 +236,7 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
         # The class grader, as root beside the hub (guides/instructor.md): every submission that
         # collect put in _grading/submitted graded in a sandbox, into the instructor's gradebook.
         clock = time.monotonic()
-        first = _class_grader(course_dir, hub.etc / "students.txt")
+        first = _class_grader(course_dir, hub.etc / "students.txt", "--due", DUE)
         timings["class grader (2 submissions)"] = time.monotonic() - clock
         assert "graded 2 submission(s)" in first.stdout, first.stdout
         results = course_dir / "_grading" / "grades-03" / "results"
@@ -306,6 +307,10 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
         assert {name: float(rows[name]["raw_score"]) for name in students} == {ada: total, bo: overridden}
         assert all(float(rows[name]["max_score"]) == total for name in students)
         assert all(float(rows[name]["score"]) == float(ours[name]["score"]) for name in students)  # export agrees
+        for name in students:  # the exchange's submission time reached the gradebook: both say how late
+            assert rows[name]["timestamp"] and rows[name]["timestamp"] == ours[name]["timestamp"].replace("T", " ")
+            assert (ours[name]["late"], float(ours[name]["seconds_late"]) > 0) == ("yes", True), ours[name]
+            assert float(rows[name]["late_submission_penalty"]) == 0 == float(ours[name]["late_penalty"])  # "none"
 
         for name, other in ((ada, bo), (bo, ada)):
             assert f"feedback for {name}" in feedback[name], "the student did not get the class grader's page"
