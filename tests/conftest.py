@@ -31,9 +31,11 @@ MODULE_TIERS = {
     "test_hub_end_to_end": ("hub", "root", "slow"),
     "test_grader_class": ("root", "slow"),
     "test_grader_sandbox": ("root", "slow"),
+    "test_grader_term": ("root", "slow"),
     "test_z2jh_exchange": ("root",),  # seconds; tests/test_z2jh.py (no tier) needs .venv/z2jh/ from setup.sh
     "test_grader_boundary": ("slow",),  # starts kernels and grades whole notebooks
     "test_grader_collect": ("slow",),
+    "test_grader_release": ("slow",),  # nbgrader's exchange code end to end (seconds: the gradebook's migrations)
     "test_both_ways": ("slow",),
     "test_nbgrader_end_to_end": ("slow",),
     "test_distributed_training": ("slow",),

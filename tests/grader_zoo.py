@@ -277,10 +277,10 @@ EXPECTED = {
     "deleted_and_duplicated_tests": ("graded", FULL, {"tests_restored", "duplicate_cells"}),
     "edited_tests": ("graded", 0.0, {"tests_restored"}),
     "no_metadata": ("graded", FULL, {"metadata_missing"}),
-    "invalid_json": ("invalid_json", 0.0, set()),
+    "invalid_json": ("invalid_json", None, set()),  # not graded: no score
     "not_utf8": ("graded", FULL, {"non_utf8"}),
-    "empty": ("empty_file", 0.0, set()),
-    "other_chapter": ("wrong_assignment", 0.0, {"wrong_assignment"}),
+    "empty": ("empty_file", None, set()),
+    "other_chapter": ("wrong_assignment", None, {"wrong_assignment"}),
     "other_kernel": ("graded", FULL, {"kernel_name"}),
 }
 

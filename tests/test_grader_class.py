@@ -123,6 +123,8 @@ def test_every_submission_gets_its_row(zoo_run):
             wrong.append(
                 f"{student}: got {row['status']} {row['score']} {row['flags']}, expected {status} {score} {flags}"
             )
+        if (row["status"] == "graded") != (row["score"] != ""):
+            wrong.append(f"{student}: {row['status']} with score {row['score']!r} (a score exactly when graded)")
     assert not wrong, "\n".join(wrong)
     template = load_template(BASE)
     for row in zoo_run["rows"].values():
@@ -268,9 +270,11 @@ def test_the_gradebook_agrees(zoo_run, work):
     with Gradebook(gradebook.db_url(work)) as gb:
         for student, row in zoo_run["rows"].items():
             submission = gb.find_submission(BASE, student)
-            assert submission.code_score == float(row["score"]), student
             if row["status"] == "graded":
+                assert submission.code_score == float(row["score"]), student
                 assert (work / "autograded" / student / BASE / f"{BASE}.ipynb").exists()
+            else:  # no automatic score: formgrader lists it for a person
+                assert submission.needs_manual_grade and row["score"] == "", student
 
 
 # ---- layouts, re-runs, manual grades, the command line ------------------------------------------------------
@@ -290,7 +294,7 @@ def test_zip_rerun_one_more_student_and_manual_grades(tmp_path, work, pool):
     first = _rows(out, "grades.csv")
     assert [(r["student_id"], r["status"], r["score"]) for r in first] == [
         ("ann", "graded", "0"),
-        ("ben", "invalid_json", "0"),
+        ("ben", "invalid_json", ""),
     ]
 
     with Gradebook(gradebook.db_url(work)) as gb:  # a grader marks a written answer in formgrader

@@ -8,8 +8,13 @@ API and the user servers' own endpoints, each user with their own token:
     instructor: generate + release chapter 03          (formgrader API)
     students:   fetch; one fills in the reference answers, the other leaves the stub; validate;
                 submit                                  (assignment-list API, contents API)
-    instructor: collect, autograde, manual grading with a comment per student, feedback
-                generated and released                  (formgrader API)
+    instructor: collect                                 (formgrader API)
+    root:       the class grader, sandboxed, into the instructor's gradebook
+                                                        (`python -m autograder grade`)
+    instructor: manual grading with a comment per student, a test cell overridden
+                                                        (formgrader API)
+    root:       the reports again, nobody regraded      (`--reports-only`)
+    instructor: the grader's feedback released          (formgrader API)
     students:   fetch their feedback                    (assignment-list API)
     instructor: export the grades                       (`nbgrader export` in a JupyterLab terminal)
 
@@ -32,6 +37,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,6 +52,7 @@ NOTEBOOK = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
 COURSE_FOLDER = "attention-step-by-step"  # in the instructor's home (deploy/jupyterhub_config.py)
 SCREENSHOTS = course.BUILD / "screenshots" / "hub"
 NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
+DUE = "2020-01-01 00:00:00 UTC"  # long past: every submission is late (the course's policy takes nothing off)
 
 
 def _pins(path: Path) -> dict[str, str]:
@@ -226,18 +233,27 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
             server[name].nbgrader("POST", "/assignments/submit", data=action)
 
         teacher.nbgrader("POST", f"{fg}/collect")
-        for name in students:
-            teacher.nbgrader("POST", f"/formgrader/api/submission/{ASSIGNMENT}/{name}/autograde", timeout=600)
+        # The class grader, as root beside the hub (guides/instructor.md): every submission that
+        # collect put in _grading/submitted graded in a sandbox, into the instructor's gradebook.
+        clock = time.monotonic()
+        first = _class_grader(course_dir, hub.etc / "students.txt", "--due", DUE)
+        timings["class grader (2 submissions)"] = time.monotonic() - clock
+        assert "graded 2 submission(s)" in first.stdout, first.stdout
+        results = course_dir / "_grading" / "grades-03" / "results"
+        assert {path.stem for path in results.glob("*.json")} == set(students)
+        assert harness.run_as(instructor, "test", "-w", str(course_dir / "_grading" / "gradebook.db")).returncode == 0
         autograded = {name: teacher.json("GET", f"/formgrader/api/submission/{ASSIGNMENT}/{name}") for name in students}
         assert autograded[ada]["max_code_score"] == auto_points
         assert autograded[ada]["code_score"] == auto_points, autograded[ada]
         assert autograded[bo]["code_score"] == 0, autograded[bo]
 
         # Manual grading, as in the formgrader's grading view: ada's written answers earn
-        # their points, bo's unanswered ones none; one comment per student carries a marker
-        # that only that student's feedback may contain.
+        # their points, bo's unanswered ones none, and one of bo's test cells is overridden to
+        # full points; one comment per student carries a marker that only that student's
+        # feedback may contain.
         notebooks = teacher.json("GET", f"/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}")
         marker = {name: f"comment-for-{name}-{secrets.token_hex(4)}" for name in students}
+        overridden = 0.0
         for submitted in notebooks:
             name = submitted["student"]
             grades = teacher.json("GET", "/formgrader/api/grades", params={"submission_id": submitted["id"]})
@@ -246,14 +262,28 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
                 if grade["auto_score"] is None or grade["needs_manual_grade"]:
                     score = grade["max_score"] if name == ada else 0
                     teacher.json("PUT", f"/formgrader/api/grade/{grade['id']}", json={"manual_score": score})
+            if name == bo:
+                test = next(
+                    g for g in grades if g["auto_score"] == 0 and g["max_score"] > 0 and g["cell_type"] == "code"
+                )
+                teacher.json("PUT", f"/formgrader/api/grade/{test['id']}", json={"manual_score": test["max_score"]})
+                overridden = test["max_score"]
             comments = teacher.json("GET", "/formgrader/api/comments", params={"submission_id": submitted["id"]})
             teacher.json("PUT", f"/formgrader/api/comment/{comments[0]['id']}", json={"manual_comment": marker[name]})
         graded = {name: teacher.json("GET", f"/formgrader/api/submission/{ASSIGNMENT}/{name}") for name in students}
         assert (graded[ada]["score"], graded[ada]["max_score"]) == (total, total), graded[ada]
-        assert graded[bo]["score"] == 0, graded[bo]
+        assert graded[bo]["score"] == overridden > 0, graded[bo]
         assert not any(graded[name]["needs_manual_grade"] for name in students)
 
-        teacher.nbgrader("POST", f"{fg}/generate_feedback", timeout=300)
+        # The reports again, from the records and the gradebook: nobody is graded again.
+        before = {path.name: path.stat().st_mtime_ns for path in results.glob("*.json")}
+        _class_grader(course_dir, hub.etc / "students.txt", "--reports-only")
+        assert {path.name: path.stat().st_mtime_ns for path in results.glob("*.json")} == before
+        ours = {row["student_id"]: row for row in csv.DictReader(io.StringIO(
+            (course_dir / "_grading" / "grades-03" / "grades.csv").read_text()))}  # fmt: skip
+        assert {name: float(ours[name]["score"]) for name in students} == {ada: total, bo: overridden}
+
+        # The grader's feedback pages, released through nbgrader's exchange (formgrader's button).
         teacher.nbgrader("POST", f"{fg}/release_feedback")
         feedback = {}
         for name in students:
@@ -274,10 +304,16 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
 
         # --- what came out ------------------------------------------------------------------
         rows = {row["student_id"]: row for row in csv.DictReader(io.StringIO(grades_csv))}
-        assert {name: float(rows[name]["raw_score"]) for name in students} == {ada: total, bo: 0.0}
+        assert {name: float(rows[name]["raw_score"]) for name in students} == {ada: total, bo: overridden}
         assert all(float(rows[name]["max_score"]) == total for name in students)
+        assert all(float(rows[name]["score"]) == float(ours[name]["score"]) for name in students)  # export agrees
+        for name in students:  # the exchange's submission time reached the gradebook: both say how late
+            assert rows[name]["timestamp"] and rows[name]["timestamp"] == ours[name]["timestamp"].replace("T", " ")
+            assert (ours[name]["late"], float(ours[name]["seconds_late"]) > 0) == ("yes", True), ours[name]
+            assert float(rows[name]["late_submission_penalty"]) == 0 == float(ours[name]["late_penalty"])  # "none"
 
         for name, other in ((ada, bo), (bo, ada)):
+            assert f"feedback for {name}" in feedback[name], "the student did not get the class grader's page"
             assert marker[name] in feedback[name], f"{name}'s feedback lacks the instructor's comment to them"
             assert marker[other] not in feedback[name], f"{name} received {other}'s feedback"
         assert f"{total:g} / {total:g}" in feedback[ada] or f"{total:.1f} / {total:.1f}" in feedback[ada]
@@ -326,6 +362,17 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
             shutil.rmtree(work, ignore_errors=True)
     leftovers = [name for name in users if _user_exists(name)]
     assert not leftovers, f"users left behind: {leftovers}"
+
+
+def _class_grader(course_dir: Path, roster: Path, *options: str) -> subprocess.CompletedProcess:
+    """``python -m autograder grade`` as root in the instructor's clone of the course (its own
+    autograder/ and solutions/: the working directory comes first on sys.path)."""
+    command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "_grading/submitted", "--out",
+               "_grading/grades-03", "--work", "_grading", "--roster", str(roster), *options]  # fmt: skip
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(command, cwd=course_dir, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{command}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
 
 
 def _user_exists(name: str) -> bool:

@@ -8,10 +8,16 @@
    grades one submission after another (runner.py), each in a fresh sandbox of its own
    (one sandbox user per worker), the next one's sandbox starting while the current one is
    graded;
-4. as each result arrives, keep its record in ``OUT/results/``, its scores and autograded
-   notebook in the gradebook;
+4. as each result arrives, keep its scores and autograded notebook in the gradebook, then its
+   record in ``OUT/results/`` (written atomically, last: records.py);
 5. write ``OUT/grades.csv``, ``OUT/details.csv`` and the feedback pages from every record of
-   the assignment in OUT (with the manual grades from the gradebook), and print a summary.
+   the assignment in OUT, with the grades people entered in the gradebook (rebuild.py), and
+   print a summary.
+
+A run resumes: a submission whose finished record says it was graded from the same notebook,
+assignment, grader and options is not graded again (``force`` regrades everyone,
+``retry_failed`` regrades the submissions that could not be graded), and what a killed run
+left behind is cleaned first (leftovers.py).
 
 The exit status is 0 when every submission got its row; 1 when the grader failed on some
 submission (status ``grader_error``, a bug to report); 2 when it could not run at all.
@@ -35,7 +41,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder import course
-from autograder.grading import collect, gradebook, report
+from autograder.grading import collect, gradebook, leftovers, records, report
+from autograder.grading.rebuild import missing, rebuild
 from autograder.grading.runner import CellGrade, Options, Result
 from autograder.grading.sandbox import sandbox_problem
 
@@ -46,9 +53,24 @@ DEFAULT_WORK = course.GRADING_WORK  # as in autograder/nbgrader_config.py
 _SLOT = 0
 
 
+def _watch_parent() -> None:
+    """A worker outlives a run killed with SIGKILL: it ends within a second of its run."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
+
+
 def _init_worker(slots) -> None:
     """Runs once in each worker: take a sandbox slot, import the heavy modules, one thread each."""
     global _SLOT
+    _watch_parent()
     _SLOT = slots.get()
     if str(course.ROOT) not in sys.path:  # the hidden tests import autograder.reference
         sys.path.insert(0, str(course.ROOT))
@@ -117,11 +139,20 @@ def grade_class(
     work: Path = DEFAULT_WORK,
     quiet: bool = False,
     pool: ProcessPoolExecutor | None = None,
+    *,
+    force: bool = False,
+    retry_failed: bool = False,
+    lms: str = "auto",
+    id_from: str = "name",
+    roster: set[str] | None = None,
+    due: str | None = None,
 ) -> int:
     """Grade every submission of ``assignment`` under ``submissions`` into ``out``; the exit status.
 
-    ``pool`` (from :func:`worker_pool`) lets several calls share their workers.
-    """
+    ``pool`` (from :func:`worker_pool`) lets several calls share their workers. A submission whose
+    finished record is up to date is skipped unless ``force`` (or ``retry_failed``, for the ones that
+    could not be graded); ``lms``/``id_from``: collect.collect; ``roster``: the course's student ids;
+    ``due``: the due date, written to the gradebook."""
     options = options or Options()
     if not options.unsafe and (problem := sandbox_problem()):
         print(f"error: {problem}", file=sys.stderr)
@@ -130,27 +161,38 @@ def grade_class(
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        found = collect.collect(Path(submissions), assignment)
+        found = collect.collect(Path(submissions), assignment, lms, id_from)
     except (OSError, ValueError) as exc:  # not a folder, not a zip, unreadable
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if pool is None and not options.unsafe:  # (a shared pool's spare sandboxes are alive, not left over)
+        for line in leftovers.sweep():
+            print(f"cleaned up after a killed run: {line}", file=sys.stderr)
+    records.clean_partial(out)
     gradebook.ensure_assignment(work, assignment)
-    scratch = Path(tempfile.mkdtemp(prefix="ag-", dir="/tmp"))  # short: sandboxes keep Unix sockets there
+    scratch = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX, dir=leftovers.SCRATCH_PARENT))  # short: Unix sockets
+    leftovers.claim(scratch)
     options.workdir = scratch
     results: list[Result] = []
+    todo, skipped = _todo(found, out, assignment, options, force, retry_failed)
     # tqdm's bar on a terminal; nothing in CI or a log (disable=None: only when stderr is a terminal)
-    progress = tqdm(total=len(found), desc=f"grading {assignment}", unit="notebook", disable=None)
+    progress = tqdm(total=len(todo), desc=f"grading {assignment}", unit="notebook", disable=None)
+    by_student = {s.student_id: s for s in found}
 
     def keep(result: Result) -> None:
         results.append(result)
-        report.save_record(out, result)
         gradebook.record(work, result)
+        submission = by_student[result.student_id]
+        record = report.record_of(result)
+        record.update(timestamp=submission.timestamp, lms_late=submission.lms_late, secret=submission.secret,
+                      graded_from=records.graded_from(submission.data, assignment, options))  # fmt: skip
+        records.save(out, record)  # last: a record exists only for a submission graded to the end
         progress.set_postfix_str(result.student_id[:30], refresh=False)
         progress.update(1)
 
     try:
         pending = []
-        for submission in found:
+        for submission in todo:
             if submission.status != "graded":
                 keep(failed_result(submission, assignment, submission.status))
             else:
@@ -169,16 +211,29 @@ def grade_class(
         progress.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
-    records = report.load_records(out, assignment)
-    manual = gradebook.manual_scores(work, assignment)
-    report.write_csvs(out, records, manual)
-    from autograder.grading.sanitize import load_template
-
-    released = {gid: t.released for gid, t in load_template(assignment).tests.items() if not t.hidden}
-    report.write_feedback(out, records, manual, released)
+    graded = rebuild(out, work, assignment, roster, due)
     if not quiet:
-        _summary(results, out, time.monotonic() - started)
-    return 1 if any(r.status == "grader_error" for r in results) else 0
+        _summary(results, out, time.monotonic() - started, skipped, missing(graded, roster))
+    now = {r["student_id"]: r["status"] for r in graded}
+    return 1 if any(now.get(s.student_id) == "grader_error" for s in found) else 0
+
+
+def _todo(found, out, assignment, options, force, retry_failed) -> tuple[list, int]:
+    """The submissions to grade now, and how many are skipped (graded already, from the same input).
+    A skipped submission's record gets its time of submission again (the same bytes handed in again)."""
+    todo, skipped = [], 0
+    for submission in found:
+        record = records.load(out, submission.student_id)
+        key = records.graded_from(submission.data, assignment, options)
+        if force or not records.up_to_date(record, key, retry_failed):
+            todo.append(submission)
+            continue
+        skipped += 1
+        now = dict(timestamp=submission.timestamp, lms_late=submission.lms_late, secret=submission.secret)
+        if any(record.get(k) != v for k, v in now.items()):
+            record.update(now)
+            records.save(out, record)
+    return todo, skipped
 
 
 def spares_ahead(position: int, total: int, jobs: int, cores: int | None = None) -> int:
@@ -212,11 +267,15 @@ def _run(pool, pending, assignment, options, keep) -> list:
     return sorted(lost, key=lambda s: s.student_id)
 
 
-def _summary(results: list[Result], out: Path, seconds: float) -> None:
+def _summary(results: list[Result], out: Path, seconds: float, skipped: int = 0, absent: list | None = None) -> None:
     statuses = Counter(r.status for r in results)
     flags = Counter(flag for r in results for flag in r.flags)
     graded = [r for r in results if r.status == "graded"]
     print(f"graded {len(results)} submission(s) in {seconds:.1f} s")
+    if skipped:
+        print(f"  skipped {skipped} graded already from the same input (--force regrades them)")
+    if absent:
+        print(f"  on the roster, nothing handed in: {', '.join(absent)}")
     print("  status: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     if flags:
         print("  flags:  " + ", ".join(f"{k} {v}" for k, v in sorted(flags.items())))

@@ -28,9 +28,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="gradebook and autograded notebooks (default: _grading)")  # fmt: skip
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run student code unsandboxed (trusted code only)")  # fmt: skip
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade every submission (by default one graded already from the same input is skipped)",
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="regrade the submissions that could not be graded (grader_error, no_notebook, ...)",
+    )
+    parser.add_argument(
+        "--reports-only",
+        action="store_true",
+        help="grade nobody: write the reports again from OUT/results and the gradebook",
+    )
+    parser.add_argument(
+        "--lms",
+        choices=("auto", "none", "canvas", "moodle", "blackboard"),
+        default="auto",
+        help="whose download file names to read (default: detected)",
+    )
+    parser.add_argument(
+        "--lms-id",
+        choices=("name", "number"),
+        default="name",
+        help="a platform's student name (default) or its number as the student id",
+    )
+    parser.add_argument("--roster", help="the course's student ids, one a line or a CSV (default: the hub's "
+                        "students.txt where installed; 'none': no roster)")  # fmt: skip
+    parser.add_argument("--due", help="the due date, e.g. '2024-03-01 17:00:00 Europe/London' (default: the "
+                        "gradebook's)")  # fmt: skip
 
 
 def main(args) -> int:
+    from autograder.grading import ids
     from autograder.grading.batch import grade_class
     from autograder.grading.runner import Options
     from autograder.grading.sandbox import Limits
@@ -38,6 +70,25 @@ def main(args) -> int:
     if args.assignment not in course.assignments():
         print(f"error: unknown assignment {args.assignment}; known: {', '.join(course.assignments())}", file=sys.stderr)
         return 2
+    try:
+        roster = ids.read_roster(ids.roster_path(args.roster))
+        if args.due:
+            from autograder.grading.lateness import parse_due
+
+            parse_due(args.due)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.reports_only:
+        from autograder.grading import gradebook, rebuild
+
+        if not (args.out / "results").is_dir():
+            print(f"error: {args.out / 'results'} holds no records to make reports from", file=sys.stderr)
+            return 2
+        gradebook.ensure_assignment(args.work, args.assignment)
+        found = rebuild.rebuild(args.out, args.work, args.assignment, roster, args.due)
+        print(f"reports of {len(found)} submission(s) written again in {args.out}")
+        return 0
     if not args.submissions.exists():
         print(f"error: {args.submissions} does not exist", file=sys.stderr)
         return 2
@@ -47,4 +98,6 @@ def main(args) -> int:
     limits = Limits(memory_mb=args.memory, cpu_s=int(args.timeout) + 60)
     options = Options(timeout=args.timeout, call_timeout=min(args.call_timeout, args.timeout), limits=limits,
                       unsafe=args.unsafe_no_sandbox)  # fmt: skip
-    return grade_class(args.assignment, args.submissions, args.out, args.jobs, options, args.work)
+    return grade_class(args.assignment, args.submissions, args.out, args.jobs, options, args.work, force=args.force,
+                       retry_failed=args.retry_failed, lms=args.lms, id_from=args.lms_id, roster=roster,
+                       due=args.due)  # fmt: skip

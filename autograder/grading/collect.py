@@ -6,10 +6,16 @@ SUBMISSIONS may be
   such as nbgrader's ``submitted/alice/03_attention_steps/...`` work too): the student id is
   the folder name;
 - a flat folder of ``<student_id>.ipynb`` files;
-- a zip file as a learning platform downloads it, holding either of the above. As with
-  nbgrader's ``zip_collect``, a file whose name matches ``FileNameCollector.named_regexp``
-  (from the nbgrader config, or the Blackboard-style default below) takes its student id
-  from the ``student_id`` group, and the newest ``timestamp`` wins when a student has several.
+- nbgrader's own layouts, where a folder named after the assignment sits in the student's
+  folder (``submitted/ada/03_attention_steps/...``, ``late/ada/03_attention_steps/...``, or the
+  folder ``submitted/ada`` itself): the student is the folder above the assignment's, and the
+  exchange's ``timestamp.txt`` beside the notebook is the submission time;
+- a zip file or folder as a learning platform downloads it (Canvas, Moodle, Blackboard: ids.py
+  reads their file names), holding either of the above. As with nbgrader's ``zip_collect``, a
+  file whose name matches ``FileNameCollector.named_regexp`` from the nbgrader config takes its
+  student id from the ``student_id`` group; the newest ``timestamp`` wins when a student has several.
+
+Files that are not notebooks never make a student of their own (a receipt, ``notes.txt``).
 
 A student's notebook is their only ``.ipynb``, whatever its name ("renamed" is noted); among
 several, the one named ``<assignment>.ipynb``, else the only one whose name contains the
@@ -27,13 +33,11 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from autograder.grading import ids
+
 MAX_BYTES = 32 << 20  # a bigger notebook gets status too_large
 MAX_MEMBERS = 20000
 JUNK = ("__MACOSX", ".ipynb_checkpoints", "__pycache__")
-DEFAULT_REGEXPS = [
-    # Blackboard, the example of nbgrader's zip_collect documentation
-    r"^.+_(?P<student_id>[A-Za-z0-9.@+-]+)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.+)$",
-]
 
 
 @dataclass
@@ -44,6 +48,9 @@ class Submission:
     status: str = "graded"  # or no_notebook, ambiguous, too_large
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    timestamp: str = ""  # when it was handed in (ISO 8601, UTC as nbgrader keeps it); "" when unknown
+    lms_late: bool = False  # the learning platform marked it late
+    secret: str = ""  # nbgrader's submission_secret.txt (exchange submissions): names its released feedback
 
 
 @dataclass
@@ -54,6 +61,8 @@ class _File:
     student_id: str | None = None
     timestamp: str = ""
     name: str | None = None  # the notebook's own name (None in a flat folder: there it is the student id)
+    receipt: bool = False  # a platform's receipt of an attempt: its time, never a notebook
+    late: bool = False  # the platform marked it late
 
 
 def safe_student_id(text: str) -> str:
@@ -100,7 +109,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 
 
 def _named_regexps() -> list[re.Pattern]:
-    """nbgrader's FileNameCollector.named_regexp from the course config, then our defaults."""
+    """nbgrader's FileNameCollector.named_regexp from the course config."""
     patterns = []
     try:
         from autograder.nbgrader_course import nbgrader_config
@@ -110,35 +119,69 @@ def _named_regexps() -> list[re.Pattern]:
             patterns.append(configured)
     except Exception:
         pass
-    return [re.compile(p) for p in [*patterns, *DEFAULT_REGEXPS]]
+    return [re.compile(p) for p in patterns]
 
 
-def _assign_students(files: list[_File], regexps) -> None:
-    """Each file's student: from a platform file name, else its folder, else its own name."""
-    root_files = [f for f in files if len(f.parts) == 1]
-    top_dirs = {f.parts[0] for f in files if len(f.parts) > 1}
+def _assign_students(files: list[_File], regexps, fmt: str | None, id_from: str, assignment: str,
+                     root_name: str) -> list[_File]:  # fmt: skip
+    """Each file's student: nbgrader's layout, a platform's file name, else its folder, else its own
+    name (a notebook's only: other files never make a student). Returns the files that have one."""
+    for f in files:  # nbgrader: <student>/<assignment>/<files>, or the student's folder itself
+        if assignment in f.parts[:-1]:
+            at = f.parts.index(assignment)
+            f.student_id = f.parts[at - 1] if at > 0 else root_name
+            f.name = f.parts[-1] if f.student_id else None
+    rest = [f for f in files if not f.student_id]
+    root_files = [f for f in rest if len(f.parts) == 1]
+    top_dirs = {f.parts[0] for f in rest if len(f.parts) > 1}
     # a single wrapping folder ("submissions/...") holding student folders or several notebooks
-    if not root_files and len(top_dirs) == 1:
-        inner = [f for f in files if len(f.parts) > 1]
+    if not root_files and len(top_dirs) == 1 and not (fmt and ids.match((*top_dirs, "x.ipynb"), fmt)):
+        inner = [f for f in rest if len(f.parts) > 1]
         if any(len(f.parts) > 2 for f in inner) or sum(f.parts[-1].endswith(".ipynb") for f in inner) > 1:
-            for f in files:
+            for f in rest:
                 f.parts = f.parts[1:]
-    for f in files:
+    for f in rest:
         for pattern in regexps:
-            match = pattern.match(f.parts[-1])
-            if match and match.groupdict().get("student_id"):
-                f.student_id = match.group("student_id")
-                f.timestamp = match.groupdict().get("timestamp") or ""
-                f.name = match.groupdict().get("file_id") or f.parts[-1]
+            found = pattern.match(f.parts[-1])
+            if found and found.groupdict().get("student_id"):
+                f.student_id = found.group("student_id")
+                f.timestamp = found.groupdict().get("timestamp") or ""
+                f.name = found.groupdict().get("file_id") or f.parts[-1]
                 break
         else:
-            if len(f.parts) > 1:
+            if fmt and (known := ids.match(f.parts, fmt, id_from)):
+                f.student_id, f.name, f.timestamp = known.student_id, known.name, known.timestamp
+                f.receipt, f.late = known.receipt, known.late
+            elif len(f.parts) > 1:
                 f.student_id, f.name = f.parts[0], f.parts[-1]
-            else:
+            elif f.parts[0].lower().endswith(".ipynb"):
                 f.student_id = str(PurePosixPath(f.parts[0]).with_suffix(""))
+    return [f for f in files if f.student_id]
+
+
+def _handed_in(files: list[_File]) -> str:
+    """When the files were handed in: the exchange's timestamp.txt, else the platform's time."""
+    for f in files:
+        if f.parts[-1] == "timestamp.txt" and f.size < 1000:
+            if stamp := ids.parse_time(f.read().decode("utf-8", errors="replace")):
+                return stamp
+    return ids.parse_time(max((f.timestamp for f in files if f.timestamp), default=""))
 
 
 def _choose(student: str, files: list[_File], assignment: str) -> Submission:
+    submission = _choose_notebook(student, files, assignment)
+    beside = ("timestamp.txt", "submission_secret.txt")
+    chosen = [f for f in files if f.parts[-1] in beside or "/".join(f.parts) == submission.source]
+    submission.timestamp = _handed_in(chosen or files)
+    submission.lms_late = any(f.late for f in files)
+    secrets = [f for f in chosen if f.parts[-1] == "submission_secret.txt" and f.size < 1000]
+    if secrets and submission.source:
+        submission.secret = secrets[0].read().decode("ascii", errors="replace").strip()
+    return submission
+
+
+def _choose_notebook(student: str, files: list[_File], assignment: str) -> Submission:
+    files = [f for f in files if not f.receipt and f.parts[-1] not in ("timestamp.txt", "submission_secret.txt")]
     notebooks = [f for f in files if f.parts[-1].lower().endswith(".ipynb")]
     if not notebooks and len(files) == 1 and PurePosixPath(files[0].parts[-1]).suffix.lower() in ("", ".json", ".txt"):
         notebooks = files
@@ -183,9 +226,12 @@ def _by_content(notebooks: list[_File], assignment: str) -> list[_File]:
     return winners if best > 0 and len(winners) == 1 else []
 
 
-def collect(path: Path, assignment: str) -> list[Submission]:
-    """One Submission per student found under ``path`` (a folder or a zip file), by student id."""
+def collect(path: Path, assignment: str, lms: str = "auto", id_from: str = "name") -> list[Submission]:
+    """One Submission per student found under ``path`` (a folder or a zip file), by student id.
+
+    ``lms``: the platform whose file names to read (ids.py), ``auto`` to detect it, ``none``."""
     path = Path(path)
+    root_name = path.parent.name if path.name == assignment else path.stem
     archive = None
     if path.is_file():
         if not zipfile.is_zipfile(path):
@@ -196,8 +242,12 @@ def collect(path: Path, assignment: str) -> list[Submission]:
         files = _folder_files(path)
     else:
         raise FileNotFoundError(f"{path} does not exist")
+    if path.name == assignment:  # the student's folder of nbgrader's layout, one level down
+        for f in files:
+            f.parts = (assignment, *f.parts)
     try:
-        _assign_students(files, _named_regexps())
+        fmt = ids.detect([f.parts for f in files], lms)
+        files = _assign_students(files, _named_regexps(), fmt, id_from, assignment, safe_student_id(root_name))
         by_student: dict[str, list[_File]] = {}
         for f in files:
             by_student.setdefault(safe_student_id(f.student_id), []).append(f)

@@ -6,7 +6,7 @@ The gradebook (``gradebook.db`` in the working folder, ``_grading/`` by default,
 automatic score of each test cell (``auto_score``) and the autograded notebook under
 ``autograded/<student>/<assignment>/``, which formgrader shows. Manual scores are never
 touched: a written answer graded in formgrader keeps its score through any re-grading, and
-:func:`manual_scores` reads them back for the next export.
+:func:`hand_grades` reads them back (test-cell overrides and extra credit included) for the reports.
 """
 
 from __future__ import annotations
@@ -85,9 +85,12 @@ def _record(work: Path, result) -> None:
         warnings.simplefilter("ignore")  # nbgrader's add_submission trips SQLAlchemy's autoflush warnings
         gradebook.update_or_create_student(result.student_id)
         gradebook.update_or_create_submission(result.assignment, result.student_id)
+        graded = result.status == "graded"
         for cell in result.cells:
             grade = gradebook.find_grade(cell.grade_id, result.assignment, result.assignment, result.student_id)
-            if cell.kind == "test":
+            if not graded:  # no automatic score: formgrader lists it as needing a person
+                grade.auto_score, grade.needs_manual_grade = None, grade.manual_score is None
+            elif cell.kind == "test":
                 grade.auto_score = cell.score
                 grade.needs_manual_grade = grade.manual_score is not None
             else:
@@ -97,27 +100,51 @@ def _record(work: Path, result) -> None:
         gradebook.db.commit()
 
 
-def manual_scores(work: Path, assignment: str) -> dict[str, dict[str, float]]:
-    """student -> grade_id -> manual score, for every manual score entered in formgrader."""
-    from nbgrader.api import Grade, Gradebook, GradeCell, Notebook, SubmittedAssignment, SubmittedNotebook
+def hand_grades(work: Path, assignment: str) -> dict[str, dict[str, tuple[float | None, float | None]]]:
+    """student -> grade_id -> (manual score, extra credit), for every grade a person entered in
+    formgrader: written answers, and test cells whose automatic score was overridden."""
+    from nbgrader.api import Assignment, Grade, Gradebook, GradeCell, Student, SubmittedAssignment, SubmittedNotebook
 
-    scores: dict[str, dict[str, float]] = {}
+    grades: dict[str, dict[str, tuple[float | None, float | None]]] = {}
     if not (Path(work) / "gradebook.db").exists():
-        return scores
-    from nbgrader.api import Assignment, Student
-
+        return grades
     with Gradebook(db_url(work)) as gradebook:
         rows = (
-            gradebook.db.query(Student.id, GradeCell.name, Grade.manual_score)
+            gradebook.db.query(Student.id, GradeCell.name, Grade.manual_score, Grade.extra_credit)
             .join(SubmittedAssignment, SubmittedAssignment.student_id == Student.id)
             .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
             .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
             .join(Grade, Grade.notebook_id == SubmittedNotebook.id)
             .join(GradeCell, GradeCell.id == Grade.cell_id)
-            .join(Notebook, Notebook.id == GradeCell.notebook_id)
-            .filter(Assignment.name == assignment, Grade.manual_score.isnot(None))
+            .filter(Assignment.name == assignment)
+            .filter((Grade.manual_score.isnot(None)) | (Grade.extra_credit.isnot(None)))
             .all()
         )
-    for student, grade_id, score in rows:
-        scores.setdefault(student, {})[grade_id] = float(score)
-    return scores
+    for student, grade_id, manual, extra in rows:
+        grades.setdefault(student, {})[grade_id] = (
+            None if manual is None else float(manual),
+            None if extra is None else float(extra),
+        )
+    return grades
+
+
+def comments(work: Path, assignment: str) -> dict[str, dict[str, str]]:
+    """student -> cell name -> the comment a person wrote in formgrader."""
+    from nbgrader.api import Assignment, BaseCell, Comment, Gradebook, SubmittedAssignment, SubmittedNotebook
+
+    found: dict[str, dict[str, str]] = {}
+    if not (Path(work) / "gradebook.db").exists():
+        return found
+    with Gradebook(db_url(work)) as gradebook:
+        rows = (
+            gradebook.db.query(SubmittedAssignment.student_id, BaseCell.name, Comment.manual_comment)
+            .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+            .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Comment, Comment.notebook_id == SubmittedNotebook.id)
+            .join(BaseCell, BaseCell.id == Comment.cell_id)
+            .filter(Assignment.name == assignment, Comment.manual_comment.isnot(None), Comment.manual_comment != "")
+            .all()
+        )
+    for student, cell, text in rows:
+        found.setdefault(student, {})[cell] = text
+    return found

@@ -1,9 +1,12 @@
 """What the instructor uploads and what each student reads: two CSV files and feedback pages.
 
 - ``OUT/grades.csv``: one row per student (student_id, assignment, score, max_score, status,
-  flags); the score counts the manual grades entered in formgrader for written answers.
+  flags, timestamp, seconds_late, late, late_penalty, raw_score). The scores count every grade a
+  person entered in formgrader (written answers, overridden test cells, extra credit) as
+  ``nbgrader export`` does, and ``score`` is ``raw_score`` less the late penalty (lateness.py).
+  A submission that could not be graded has no score: an empty cell, and its status says why.
 - ``OUT/details.csv``: one row per student and graded cell (student_id, grade_id, score,
-  max_score, reason).
+  max_score, reason); empty scores likewise.
 - ``OUT/feedback/<student_id>/<assignment>.html``: one self-contained page (inline CSS, a
   Content-Security-Policy that forbids loading anything, no script, no math renderer) with
   each test's result and message. The messages were filtered of hidden-test lines when the
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -66,55 +68,65 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def load_records(out: Path, assignment: str) -> list[dict]:
-    """Every student's record of this assignment kept in OUT/results/."""
-    records = []
-    for path in sorted((Path(out) / "results").glob("*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if record.get("assignment") == assignment:
-            records.append(record)
-    return sorted(records, key=lambda r: r["student_id"])
-
-
-def save_record(out: Path, result) -> None:
-    folder = Path(out) / "results"
-    folder.mkdir(parents=True, exist_ok=True)
+def record_of(result) -> dict:
+    """A grading result as the record kept in OUT/results/ (without the autograded notebook)."""
     record = asdict(result)
     record.pop("notebook", None)
-    (folder / f"{result.student_id}.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    return record
 
 
-def _with_manual(record: dict, manual: dict[str, float]) -> list[dict]:
-    """The record's cells, with the manual scores of written answers filled in."""
+def _with_manual(record: dict, grades: dict[str, tuple]) -> list[dict]:
+    """The record's cells with the grades a person entered (gradebook.hand_grades), counted as
+    nbgrader's ``Grade.score`` counts them: the manual score over the automatic one, plus extra credit."""
     cells = []
     for cell in record["cells"]:
         cell = dict(cell)
-        if cell["kind"] == "written" and cell["grade_id"] in manual:
-            cell["score"], cell["reason"] = manual[cell["grade_id"]], "manual"
+        manual, extra = grades.get(cell["grade_id"], (None, None))
+        if manual is not None:
+            cell["score"] = manual
+            cell["reason"] = "manual" if cell["kind"] == "written" else f"manual (automatic: {cell['reason']})"
+        if extra:
+            cell["score"] += extra
+            cell["reason"] += f" (extra credit {_num(extra)})"
         cells.append(cell)
     return cells
 
 
-def write_csvs(out: Path, records: list[dict], manual: dict[str, dict[str, float]]) -> None:
-    out = Path(out)
+def _score(record: dict, value: float) -> str:
+    """A score for the CSVs: empty when the submission could not be graded (never a silent 0)."""
+    return _num(value) if record["status"] == "graded" else ""
+
+
+GRADES_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "flags", "timestamp", "seconds_late",
+                  "late", "late_penalty", "raw_score"]  # fmt: skip
+
+
+def write_csvs(out: Path, records: list[dict], manual: dict[str, dict], lateness: dict | None = None) -> None:
+    out, lateness = Path(out), lateness or {}
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student_id", "assignment", "score", "max_score", "status", "flags"])
+        writer.writerow(GRADES_COLUMNS)
         for record in records:
             cells = _with_manual(record, manual.get(record["student_id"], {}))
-            writer.writerow([record["student_id"], record["assignment"], _num(sum(c["score"] for c in cells)),
-                             _num(sum(c["max_score"] for c in cells)), record["status"],
-                             ";".join(record["flags"])])  # fmt: skip
+            raw = sum(c["score"] for c in cells)
+            late = lateness.get(record["student_id"])
+            penalty = late.penalty if late else 0.0
+            seconds = "" if late is None or late.seconds_late is None else _num(late.seconds_late)
+            writer.writerow([record["student_id"], record["assignment"], _score(record, max(0.0, raw - penalty)),
+                             _num(sum(c["max_score"] for c in cells)), record["status"], ";".join(record["flags"]),
+                             record.get("timestamp", ""), seconds, late.late if late else "",
+                             _score(record, penalty), _score(record, raw)])  # fmt: skip
     with open(out / "details.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student_id", "grade_id", "score", "max_score", "reason"])
         for record in records:
             for cell in _with_manual(record, manual.get(record["student_id"], {})):
-                writer.writerow([record["student_id"], cell["grade_id"], _num(cell["score"]), _num(cell["max_score"]),
-                                 cell["reason"]])  # fmt: skip
+                writer.writerow([record["student_id"], cell["grade_id"], _score(record, cell["score"]),
+                                 _num(cell["max_score"]), cell["reason"]])  # fmt: skip
 
 
-def feedback_html(record: dict, manual: dict[str, float], released: dict[str, str]) -> str:
+def feedback_html(record: dict, manual: dict, released: dict[str, str], late=None, notes=None) -> str:
+    """``notes``: cell name -> the comment a person wrote in formgrader (gradebook.comments)."""
     """The feedback page of one student. ``released``: grade_id -> the test's source as students see it."""
     e = html.escape
     cells = _with_manual(record, manual)
@@ -126,13 +138,25 @@ def feedback_html(record: dict, manual: dict[str, float], released: dict[str, st
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
         f"<title>{e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{e(title)}</h1>",
-        f'<p class="total">Score: {_num(score)} / {_num(total)}</p>',
     ]
+    if record["status"] != "graded":
+        parts.append(f'<p class="total">Score: not graded (out of {_num(total)})</p>')
+    elif late is not None and late.penalty:
+        parts.append(f'<p class="total">Score: {_num(max(0.0, score - late.penalty))} / {_num(total)}</p>'
+                     f"<p>{_num(score)} points, less {_num(late.penalty)} for handing in late.</p>")  # fmt: skip
+    else:
+        parts.append(f'<p class="total">Score: {_num(score)} / {_num(total)}</p>')
     if record["status"] != "graded":
         parts.append(f"<p><strong>Not graded:</strong> {e(STATUS_TEXT.get(record['status'], record['status']))}.</p>")
     if record["flags"]:
         parts.append("<p>Notes from the grader:</p><ul>")
         parts += [f"<li>{e(FLAG_TEXT.get(flag, flag))}</li>" for flag in record["flags"]]
+        parts.append("</ul>")
+    notes = notes or {}
+    shown = {cell["grade_id"] for cell in cells}
+    if others := [(name, text) for name, text in sorted(notes.items()) if name not in shown]:
+        parts.append("<h2>Comments on your answers</h2><ul>")
+        parts += [f"<li><strong>{e(name)}</strong>: {e(text)}</li>" for name, text in others]
         parts.append("</ul>")
     parts.append("<table><tr><th>cell</th><th>points</th><th>result</th></tr>")
     for cell in cells:
@@ -150,6 +174,8 @@ def feedback_html(record: dict, manual: dict[str, float], released: dict[str, st
             parts.append("<p>All checks passed.</p>")
         else:
             parts.append(f"<pre>{e(cell.get('message') or cell['reason'])}</pre>")
+        if cell["grade_id"] in notes:
+            parts.append(f"<p><strong>Comment:</strong> {e(notes[cell['grade_id']])}</p>")
         if cell["kind"] == "test" and not cell.get("hidden"):
             if cell.get("output"):
                 parts.append(f'<p class="note">Output:</p><pre>{e(cell["output"])}</pre>')
@@ -168,9 +194,12 @@ def _result_word(cell: dict) -> str:
     return "passed" if cell["reason"] == "passed" else cell["reason"].split(":")[0][:60] or "failed"
 
 
-def write_feedback(out: Path, records: list[dict], manual: dict[str, dict[str, float]], released: dict) -> None:
+def write_feedback(out: Path, records: list[dict], manual: dict[str, dict], released: dict, lateness=None,
+                   notes=None) -> None:  # fmt: skip
     for record in records:
         folder = Path(out) / "feedback" / record["student_id"]
         folder.mkdir(parents=True, exist_ok=True)
-        page = feedback_html(record, manual.get(record["student_id"], {}), released)
+        late = (lateness or {}).get(record["student_id"])
+        page = feedback_html(record, manual.get(record["student_id"], {}), released, late,
+                             (notes or {}).get(record["student_id"]))  # fmt: skip
         (folder / f"{record['assignment']}.html").write_text(page, encoding="utf-8")
