@@ -52,7 +52,10 @@ venv_stamp() {
 }
 
 course_stamp() {
-    cat "$REPO/pyproject.toml" "$REPO"/attention_course/*.py | sha256sum | cut -d' ' -f1
+    # Every file of the package, its subpackages (checks/) and shipped data (assets/) included, by name
+    # and content: a file added to a subpackage must reinstall the package too.
+    (cd "$REPO" && find pyproject.toml attention_course -type f ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z \
+        | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
 }
 
 if [ "$DO_SOFTWARE" = 1 ]; then

@@ -271,13 +271,13 @@ def _five_steps(state, tgt_in, hidden, enc_outputs, src_mask, a_first=True, with
     for b in range(len(tgt_in)):
         s = hidden[b]  # s_0
         real = enc_outputs[b, src_mask[b]]  # the real source states h_i
-        for t in range(T):
-            s = cell(state["embedding.weight"][tgt_in[b, t]][None], s[None])[0]  # step 1: s_t
+        for pos in range(T):  # the target position t
+            s = cell(state["embedding.weight"][tgt_in[b, pos]][None], s[None])[0]  # step 1: s_t
             alpha = torch.softmax(real @ s, dim=0)  # steps 2 and 3: softmax of s_t . h_i
             a = alpha @ real  # step 4: a_t
             z = state["combine.weight"] @ (torch.cat([a, s]) if a_first else torch.cat([s, a])) + state["combine.bias"]
-            step_logits[b, t] = state["out.weight"] @ (torch.tanh(z) if with_tanh else z) + state["out.bias"]  # step 5
-            step_weights[b, t, : len(alpha)] = alpha
+            step_logits[b, pos] = state["out.weight"] @ (torch.tanh(z) if with_tanh else z) + state["out.bias"]  # 5
+            step_weights[b, pos, : len(alpha)] = alpha
     return step_logits, step_weights
 
 

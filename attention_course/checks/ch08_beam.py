@@ -122,7 +122,8 @@ class ToyModel:
     def reorder(state, index):
         """The rows of state that index names, in that order (a key-value cache would use index_select too)."""
         _check_index(state.shape[0], index)
-        return state.index_select(0, index)
+        rows = state.index_select(0, index)
+        return rows
 
 
 class TinyGRU(ToyModel):
@@ -130,14 +131,15 @@ class TinyGRU(ToyModel):
 
     def __init__(self, n_vocab, eos_id, seed, d=6):
         super().__init__(n_vocab, bos_id=n_vocab, eos_id=eos_id)
-        generator = torch.Generator().manual_seed(seed)
+        rng = torch.Generator()
+        rng.manual_seed(seed)
         self.d = d
-        self.embedding = torch.randn(n_vocab + 1, d, generator=generator)
+        self.embedding = torch.randn(n_vocab + 1, d, generator=rng)
         self.cell = torch.nn.GRUCell(d, d)
         with torch.no_grad():
             for parameter in self.cell.parameters():
-                parameter.copy_(0.5 * torch.randn(parameter.shape, generator=generator))
-        self.out = 3.0 * torch.randn(n_vocab, d, generator=generator)
+                parameter.copy_(0.5 * torch.randn(parameter.shape, generator=rng))
+        self.out = 3.0 * torch.randn(n_vocab, d, generator=rng)
 
     def initial_state(self):
         self.record.zero_()
