@@ -25,8 +25,8 @@ from autograder.authoring import check
 from autograder.conventions import is_demo_cell, is_export_cell
 from autograder.grading import rpc, runner, sanitize, state
 from autograder.grading.agent import Agent
+from autograder.grading.names import free_names, import_statements
 from autograder.grading.sandbox import Sandbox
-from autograder.grading.sanitize import free_names
 
 UNSAFE = dict(unsafe=True, timeout=300, call_timeout=120)
 state.baseline()  # this process's state before any test below patches anything
@@ -49,7 +49,7 @@ def _without_demos(nb):
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if is_demo_cell(cell) and not is_export_cell(cell):
-            cell.source = "\n".join(statement for statement, _ in sanitize._import_statements(cell.source))
+            cell.source = "\n".join(statement for statement, _ in import_statements(cell.source))
             cell.outputs = []
     return nb
 

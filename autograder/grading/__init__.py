@@ -4,6 +4,7 @@ One submission goes through::
 
     collect.py    submissions (folder, flat folder, zip) -> (student id, notebook bytes)
     sanitize.py   bytes -> the plan: the student's cells, repaired against solutions/, tests restored
+      names.py      which names a cell defines and reads (matching cells; binding a test's names)
     runner.py     the plan -> grades: student code in the sandbox, tests here
       sandbox.py    the isolated kernel (namespaces, unprivileged user, limits, deadlines)
       rpc.py        the session: the test's requests to the student's kernel

@@ -38,8 +38,9 @@ import nbformat
 from autograder import course
 from autograder.conventions import normalise as _normalise
 from autograder.grading import agent, devices, recording, rpc, state
+from autograder.grading.names import free_names, loaded_names
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
-from autograder.grading.sanitize import Template, free_names, load_template, loaded_names, prepare
+from autograder.grading.sanitize import Template, load_template, prepare
 
 _HERE = Path(__file__).parent
 

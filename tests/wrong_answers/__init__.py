@@ -20,7 +20,7 @@ cells, and every answer cell (the reference's, with the variant swapped in for i
 Then the exercise's visible and hidden test cells (hidden part included) run as the class
 grader runs them: in a namespace of their own holding the instructor's imports, what the
 earlier test cell of the exercise defined, and each name the cell reads before defining it
-(``sanitize.free_names``) taken from the answers' namespace. Demo cells do not run: a test cell
+(``names.free_names``) taken from the answers' namespace. Demo cells do not run: a test cell
 that reads a name only a demo cell (or another exercise's test cell) defines makes
 :func:`run` fail with a message naming the cell (:func:`unresolved_names`).
 
@@ -47,7 +47,8 @@ import nbformat
 
 from autograder import course
 from autograder.conventions import is_answer_cell, is_export_cell, is_test_cell, nbgrader, without_markers
-from autograder.grading.sanitize import free_names, load_template
+from autograder.grading.names import free_names
+from autograder.grading.sanitize import load_template
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # demo imports may pull in pyplot; never open a window
 
