@@ -21,6 +21,7 @@ One submission goes through::
         agent_encode.py    answers as plain data, or numbered handles
         agent_autograd.py  the graphs kept for the grader's backward
       state.py      the grader process's state, put back for each submission
+      deadline.py   the time limit on code in the grader's main thread (also the tests' harness's)
     gradebook.py  nbgrader's gradebook and the autograded notebooks (formgrader, export)
     report.py     grades.csv, details.csv, the feedback pages
     feedback.py   what plain nbgrader's feedback must not show (a preprocessor of nbgrader_config.py)

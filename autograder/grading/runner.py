@@ -25,7 +25,6 @@ import ast
 import contextlib
 import io
 import re
-import signal
 import threading
 import time
 import traceback
@@ -38,6 +37,7 @@ import nbformat
 from autograder import course
 from autograder.conventions import normalise as _normalise
 from autograder.grading import agent, devices, recording, rpc, state
+from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names, loaded_names
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, load_template, prepare
@@ -146,25 +146,6 @@ def _error_output(exc: BaseException, remote: str = "") -> dict:
         lines += ["\nIn the student's code:\n", remote]
     return {"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc)[:MESSAGE_CHARS],
             "traceback": ["".join(lines)[-20000:]]}  # fmt: skip
-
-
-@contextlib.contextmanager
-def _alarm(deadline: float):
-    """Raise NotebookTimeout in this (main) thread at the deadline, even inside trusted loops."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise NotebookTimeout("the notebook ran past its time limit")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic() + 0.5))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 class _Grader:
@@ -312,7 +293,7 @@ class _Grader:
         self.sandbox = _take_spare(key)
         failure = ""
         try:
-            with _alarm(self.deadline):
+            with alarm(self.deadline - time.monotonic() + 0.5, NotebookTimeout, "the notebook ran past its time limit"):
                 if self.sandbox is None:
                     self.sandbox = _ready_sandbox(self.template, self.options, self.slot, self.deadline)
                 if prestart:

@@ -38,7 +38,6 @@ import functools
 import importlib
 import io
 import os
-import signal
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ import nbformat
 
 from autograder import course
 from autograder.conventions import is_answer_cell, is_export_cell, is_test_cell, nbgrader, without_markers
+from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names
 from autograder.grading.sanitize import load_template
 
@@ -230,24 +230,9 @@ class _CellTimeout(Exception):
     pass
 
 
-@contextlib.contextmanager
 def _time_limit(seconds: float):
-    """SIGALRM-based limit (main thread only; elsewhere no limit)."""
-
-    def expire(signum, frame):
-        raise _CellTimeout(f"the cell ran past {seconds:.0f} s")
-
-    try:
-        previous = signal.signal(signal.SIGALRM, expire)
-    except ValueError:  # not the main thread
-        yield
-        return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    """The grader's own limit (autograder.grading.deadline), raising _CellTimeout."""
+    return alarm(seconds, _CellTimeout, f"the cell ran past {seconds:.0f} s")
 
 
 @contextlib.contextmanager
