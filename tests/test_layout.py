@@ -3,6 +3,8 @@
 - no import circle among the course's packages (``autograder``, ``attention_course``,
   ``experiments``): every import counts, also one inside a function (a circle hidden in a function
   is still two modules that need each other);
+- every shipped data file is listed, with the command that makes it, in ``attention_course/assets/__init__.py``,
+  and every program of ``experiments/`` in ``experiments/__init__.py``;
 - README stays a guide a newcomer reads in minutes (at most 200 lines; what it leaves out lives in
   the guides it links to: ``solutions/README.md``, ``tests/README.md``, ``autograder/GRADING.md``,
   ``deploy/README.md``).
@@ -103,3 +105,18 @@ def test_readme_is_a_guide():
     for guide in ("solutions/README.md", "tests/README.md", "autograder/GRADING.md", "deploy/README.md"):
         assert guide in " ".join(lines), f"README does not link to {guide}"
         assert (course.ROOT / guide).is_file(), f"README links to {guide}, which does not exist"
+
+
+def test_every_shipped_file_and_every_program_is_listed():
+    import attention_course.assets
+    import experiments
+
+    folder = course.ROOT / "attention_course" / "assets"
+    shipped = sorted(
+        p.name + ("/" if p.is_dir() else "") for p in folder.iterdir() if not p.name.startswith(("_", "."))
+    )
+    unlisted = [name for name in shipped if f"``{name}``" not in attention_course.assets.__doc__]
+    assert not unlisted, f"attention_course/assets/__init__.py does not list (with its command): {unlisted}"
+    programs = sorted(p.stem for p in (course.ROOT / "experiments").glob("*.py") if p.stem != "__init__")
+    unlisted = [name for name in programs if f":mod:`experiments.{name}`" not in experiments.__doc__]
+    assert not unlisted, f"experiments/__init__.py does not list: {unlisted}"

@@ -3,6 +3,8 @@
 They are results of the course's training programs, regenerable from the repository:
 
 - ``bottleneck_results.json``: chapter 02's bottleneck curve (``scripts/train_bottleneck.py``);
+- ``benchmark_training.json``: chapter 05's training throughput, batched vs per sentence, with the machine and
+  its load for each run (``scripts/benchmark_training.py --out``);
 - ``translation_results.json`` and ``attention_model.pt``: chapter 05's trained translation
   models (``python -m experiments.translation --config medium``);
 - ``attention_maps.npz`` and ``attention_scorer.pt2``: the maps chapter 06 reads and its model as a black-box
@@ -14,7 +16,10 @@ They are results of the course's training programs, regenerable from the reposit
   ALiBi positions (``python -m experiments.positions --config medium``);
 - ``beam_results.json``: chapter 08's beam search on chapter 07's Transformer (with a key-value cache) and
   chapter 05's RNN with attention, by beam size, length normalisation and source length
-  (``python -m experiments.beam --config medium``).
+  (``python -m experiments.beam --config medium``);
+- ``attention_at_scale_results.json``: chapter 08's memory, time and work of naive, tiled and PyTorch's attention,
+  the per-layer costs and decoding with and without a key-value cache (``scripts/benchmark_attention_at_scale.py``);
+- ``diagrams/``: the chapters' schematic diagrams, SVG (``scripts/draw_diagrams.py``).
 
 A notebook finds them with :func:`path`, wherever the package is installed::
 
