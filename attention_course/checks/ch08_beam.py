@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from attention_course.checks.ch08 import raises_value_error  # noqa: F401 (the beam tests import it from here too)
+from .ch08 import raises_value_error  # noqa: F401 (the beam tests import it from here too)
 
 
 def _check_index(rows, index):
