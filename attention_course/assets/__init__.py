@@ -19,7 +19,8 @@ They are results of the course's training programs, regenerable from the reposit
   (``python -m experiments.beam --config medium``);
 - ``attention_at_scale_results.json``: chapter 08's memory, time and work of naive, tiled and PyTorch's attention,
   the per-layer costs and decoding with and without a key-value cache (``scripts/benchmark_attention_at_scale.py``);
-- ``diagrams/``: the chapters' schematic diagrams, SVG (``scripts/draw_diagrams.py``).
+- ``diagrams/``: the chapters' schematic diagrams, SVG (``python -m scripts.diagrams``; one module per diagram
+  in ``scripts/diagrams/``).
 
 A notebook finds them with :func:`path`, wherever the package is installed::
 
