@@ -1,21 +1,18 @@
 """What PyTorch computes during a call: every operation, the shapes it reads and creates.
 
-Chapter 08's tests look at *how* an answer computes, not only at what it returns: tiled attention
-must never create a ``T_q x T_k`` tensor, and a cached decoding step must project only the new
-tokens. :func:`record_ops` runs a function under a ``TorchDispatchMode`` (PyTorch's hook below
-every operator, factory functions included) and returns, with the result, one :class:`Op` per
-operation that ran::
+Chapter 08's tests look at *how* an answer computes, not only at what it returns: tiled attention must
+never create a ``T_q x T_k`` tensor, and a cached decoding step must project only the new tokens.
+:func:`record_ops` runs a function under a ``TorchDispatchMode`` (PyTorch's hook below every operator,
+factory functions included) and returns, with the result, one :class:`Op` per operation that ran:
+``(O, L), ops = record_ops(tiled_attention, Q, K, V, 16)``. A record is plain data (named tuples of
+strings, ints and tuples), so it can be read anywhere: in the notebook, in nbgrader, and through the
+course's class grader, which runs the call in the student's sandbox and records it there
+(``autograder/GRADING.md``). :mod:`attention_course.op_counts` reads what a record says (the largest
+tensor created, the matrix products and their cost); its functions can be imported from here too.
 
-    (O, L), ops = record_ops(tiled_attention, Q, K, V, 16)
-    biggest = largest_created(ops)          # the largest tensor an operation created
-
-A record is plain data (named tuples of strings, ints and tuples), so it can be read anywhere: in
-the notebook, in nbgrader, and through the course's class grader, which runs the call in the
-student's sandbox and records it there (``autograder/GRADING.md``).
-
-**A record you can trust.** A record only says something if the call computed where the
-recording could see it. So :func:`record_ops` refuses (raises :class:`RecordingError`, a
-``RuntimeError`` that says why) a call that
+**A record you can trust.** A record only says something if the call computed where the recording could
+see it. So :func:`record_ops` refuses (raises :class:`RecordingError`, a ``RuntimeError`` that says why)
+a call that
 
 - switched the recording off: its dispatch mode was taken off PyTorch's stack (and put back),
   or a torch function returned a tensor, or changed one in place, without any recorded operation
@@ -29,33 +26,30 @@ recording could see it. So :func:`record_ops` refuses (raises :class:`RecordingE
 - returned a tensor that no recorded operation made during the call (a tensor kept from an earlier
   call, or computed out of sight), other than one of its own arguments.
 
-It watches at two levels, both PyTorch's own: a ``TorchFunctionMode`` sees each torch function
-the call uses (``torch.matmul``, ``Tensor.numpy``), the ``TorchDispatchMode`` each operation
-they run. It pushes its modes and reads tensors only through C functions and descriptors bound
-when this module is imported, so that replacing ``torch.Tensor`` attributes, ``TorchDispatchMode``
-or the functions of ``torch.utils._python_dispatch`` afterwards does not change what it sees, and
-it keeps no tensor alive. Honest code of every style passes: loops, ``einsum``,
-``F.scaled_dot_product_attention`` on blocks, in-place updates, ``torch.no_grad()``, float64,
-views, modules, factory functions, scalars made with ``torch.tensor``, printing, autograd inside
-the call.
+It watches at two levels, both PyTorch's own: a ``TorchFunctionMode`` sees each torch function the call
+uses (``torch.matmul``, ``Tensor.numpy``), the ``TorchDispatchMode`` each operation they run. It pushes
+its modes and reads tensors only through C functions and descriptors bound when this module is imported,
+so that replacing ``torch.Tensor`` attributes, ``TorchDispatchMode`` or the functions of
+``torch.utils._python_dispatch`` afterwards does not change what it sees, and it keeps no tensor alive.
+Honest code of every style passes: loops, ``einsum``, ``F.scaled_dot_product_attention`` on blocks,
+in-place updates, ``torch.no_grad()``, float64, views, modules, factory functions, scalars made with
+``torch.tensor``, printing, autograd inside the call.
 
-What it cannot catch: code written against it that disables both levels at once (raw
-``torch.ops.aten`` calls), carries values out of sight one Python number at a time, uses a thread
-started before the call (or started with ``_thread`` directly), or digs out the recording's own
-objects. In one process a submission can also replace this module's functions before a test
-imports them. The class grader closes that gap and flags the rest: there the test's
-``record_ops`` is the grader's own, the recording in the student's process is a private copy of
-this module bound before any student cell runs, and code that names this machinery is flagged
-(``autograder/GRADING.md``, "Recording what the student's code computes"). Record calls on fresh
-inputs, so that no result kept from an earlier call can pass for the computation.
+What it cannot catch: code written against it that disables both levels at once (raw ``torch.ops.aten``
+calls), carries values out of sight one Python number at a time, uses a thread started before the call
+(or started with ``_thread`` directly), or digs out the recording's own objects. In one process a
+submission can also replace this module's functions before a test imports them. The class grader closes
+that gap and flags the rest: there the test's ``record_ops`` is the grader's own, the recording in the
+student's process is a private copy of this module bound before any student cell runs, and code that
+names this machinery is flagged (``autograder/GRADING.md``, "Recording what the student's code
+computes"). Record calls on fresh inputs: then no result kept from an earlier call passes for one.
 
-**For tools that run part of a call elsewhere** (the class grader): :class:`Recording` is the
-recording itself (``with Recording() as recording: ...``; ``recording.ops``,
-``recording.problems``), :func:`active_recording` the one running in this thread, and a
-recording can take in what was recorded in another process (:meth:`Recording.add`), accept
-tensors that came from there (:meth:`Recording.adopt`), and step aside while its own machinery
-runs (:meth:`Recording.paused`).
-"""
+**For tools that run part of a call elsewhere** (the class grader, which sends this one file into the
+student's kernel and runs it there privately: so it imports nothing of the course there):
+:class:`Recording` is the recording itself (``with Recording() as recording: ...``; ``.ops``,
+``.problems``), :func:`active_recording` the one running in this thread; a recording takes in what was
+recorded in another process (:meth:`Recording.add`), accepts tensors that came from there
+(:meth:`Recording.adopt`), and steps aside while its own machinery runs (:meth:`Recording.paused`)."""
 
 from __future__ import annotations
 
@@ -69,17 +63,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = [
-    "Op",
-    "record_ops",
-    "largest_created",
-    "matmuls",
-    "matmul_flops",
-    "MATMUL_OPS",
-    "RecordingError",
-    "Recording",
-    "active_recording",
-]
+__all__ = ["Op", "Recording", "RecordingError", "active_recording", "record_ops"]
+
+if __name__ == "attention_course.profiling":  # (not in the kernel's private copy: it only records)
+    from attention_course.op_counts import MATMUL_OPS, largest_created, matmul_flops, matmuls  # noqa: F401
 
 
 class Op(NamedTuple):
@@ -89,11 +76,6 @@ class Op(NamedTuple):
     inputs: tuple  # shapes (tuples of ints) of its tensor arguments, in order
     outputs: tuple  # shapes of the tensors it returned, in order
     is_view: bool  # True when its outputs share the memory of an input (view, slice, expand, ...)
-
-
-# The matrix products, as ATen runs them (torch.matmul, @, einsum, nn.Linear and
-# F.scaled_dot_product_attention on the CPU all end up in one of these).
-MATMUL_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.addbmm", "aten.matmul", "aten.dot", "aten.mv")
 
 
 class RecordingError(RuntimeError):
@@ -464,42 +446,3 @@ def record_ops(fn, *args, **kwargs):
             "and leave the recording on."
         )
     return result, recording.ops
-
-
-def _numel(shape) -> int:
-    n = 1
-    for size in shape:
-        n *= size
-    return n
-
-
-def largest_created(ops) -> tuple[int, Op | None]:
-    """``(number of elements, op)`` of the largest tensor that an operation *created* (views,
-    which share an input's memory, do not count); ``(0, None)`` when nothing was created."""
-    best, where = 0, None
-    for op in ops:
-        if op.is_view:
-            continue
-        for shape in op.outputs:
-            if _numel(shape) > best:
-                best, where = _numel(shape), op
-    return best, where
-
-
-def matmuls(ops) -> list[Op]:
-    """The matrix products among ``ops``."""
-    return [op for op in ops if op.name.rsplit(".", 1)[0] in MATMUL_OPS]
-
-
-def matmul_flops(ops) -> int:
-    """Multiply-adds of the matrix products among ``ops``: for each product, the elements of its
-    output times the length of the summed dimension (read off the first operand's last size)."""
-    total = 0
-    for op in matmuls(ops):
-        if not op.outputs or not op.inputs:
-            continue
-        # addmm/baddbmm take (bias, a, b): the summed size is a's last; mm/bmm/dot/mv take (a, b).
-        first = op.inputs[1] if op.name.split(".")[1] in ("addmm", "baddbmm", "addbmm") else op.inputs[0]
-        inner = first[-1] if first else 1
-        total += _numel(op.outputs[0]) * inner
-    return total

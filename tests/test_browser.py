@@ -17,23 +17,30 @@ audits every page of both editions, in light and dark mode once MathJax has type
 violation fails, with the rule, the page and the element; minor and moderate ones are
 reported as a warning. With the keyboard alone: the skip link, a visible focus on every control of
 the theme's chrome, the sidebar's menu button at desktop and phone widths.
+
+The machinery is in tests/browser_pages.py (serving, opening a page, waiting for MathJax, listing the
+pages) and tests/axe_audit.py (axe's rules and the scripts run in the page).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import os
 import re
-import shutil
-import threading
 import urllib.parse
 import warnings
 from pathlib import Path
 
 import pytest
-import yaml
+from axe_audit import (
+    AXE_CONFIGURE,
+    AXE_FAILING_IMPACTS,
+    AXE_PASSES,
+    AXE_SCRIPT,
+    MARK_REPEATED_CODE_TOKENS,
+    RUN_AXE,
+    SETTLED,
+)
+from browser_pages import CHROMIUM, CHROMIUM_FLAGS, VIEWPORTS, built_pages, open_page, page_paths, served, wait_for_math
 from bs4 import BeautifulSoup
 from chapter_matrix import full_matrix
 from test_publishing import _same_url, expected_launch_urls
@@ -42,57 +49,21 @@ from autograder import course
 from autograder.authoring import book
 from autograder.authoring.publishing import hub_url, repository_url
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = course.BUILD / "screenshots"
-VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _page_paths() -> list[str]:
-    """The HTML page of every ToC entry, relative to the site root."""
-    toc = yaml.safe_load((course.ROOT / "_toc.yml").read_text())
-    return [f"{entry}.html" for entry in book.toc_entries(toc)]
-
-
-@contextlib.contextmanager
-def _served(folder: Path):
-    """``folder`` served on an ephemeral port of 127.0.0.1; yields the base URL."""
-    handler = functools.partial(QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
 def site(student_html):
     """The student book served on an ephemeral port of 127.0.0.1: (base URL, folder)."""
-    with _served(student_html) as base:
+    with served(student_html) as base:
         yield base, student_html
 
 
 @pytest.fixture(scope="module")
 def instructor_site(instructor_html):
     """The instructor edition, served the same way: (base URL, folder)."""
-    with _served(instructor_html) as base:
+    with served(instructor_html) as base:
         yield base, instructor_html
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep the test output readable
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -110,45 +81,14 @@ def browser():
         chromium.close()
 
 
-def _open(browser, url: str, viewport: dict, init_script: str | None = None):
-    """A page whose console errors and outside requests are recorded (and the latter refused);
-    ``init_script`` runs in every document the page loads, before the page's own scripts."""
-    context = browser.new_context(viewport=viewport)
-    if init_script is not None:
-        context.add_init_script(script=init_script)
-    page = context.new_page()
-    problems = {"console": [], "outside": [], "failed": []}
-    page.on("console", lambda m: problems["console"].append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems["console"].append(str(e)))
-    page.on("requestfailed", lambda r: problems["failed"].append(r.url))
-
-    def gate(route):
-        host = urllib.parse.urlsplit(route.request.url).hostname
-        if route.request.url.startswith("data:") or host == "127.0.0.1":
-            route.continue_()
-        else:
-            problems["outside"].append(route.request.url)
-            route.abort()
-
-    page.route("**/*", gate)
-    page.goto(url, wait_until="load")
-    return context, page, problems
-
-
-def _wait_for_math(page) -> None:
-    if page.evaluate("() => typeof window.MathJax !== 'undefined'"):
-        page.wait_for_function("() => window.MathJax.startup && window.MathJax.startup.promise", timeout=15000)
-        page.evaluate("() => window.MathJax.startup.promise")
-
-
-@pytest.mark.parametrize("path", _page_paths())
+@pytest.mark.parametrize("path", page_paths())
 def test_page_as_a_reader_sees_it(site, browser, path):
     base, folder = site
     widths = VIEWPORTS if full_matrix() else {"desktop": VIEWPORTS["desktop"]}
     for width, viewport in widths.items():
-        context, page, problems = _open(browser, base + path, viewport)
+        context, page, problems = open_page(browser, base + path, viewport)
         try:
-            _wait_for_math(page)
+            wait_for_math(page)
             page.wait_for_load_state("networkidle")
             if full_matrix():
                 shot = SCREENSHOTS / "student" / f"{path.removesuffix('.html').replace('/', '__')}-{width}.png"
@@ -247,7 +187,7 @@ def test_the_chapters_show_six_or_more_schematic_diagrams(student_html):
     """Counted in the built pages (test_page_as_a_reader_sees_it checks, page by page in the browser, that
     each renders and is labelled): inline SVGs and images whose SVG file carries a diagram id."""
     found = {}
-    for path in (p for p in _page_paths() if p.startswith("chapters/")):
+    for path in (p for p in page_paths() if p.startswith("chapters/")):
         soup = BeautifulSoup((student_html / path).read_text(encoding="utf-8"), "html.parser")
         page_url = urllib.parse.urljoin("http://site/", path)
         names = {svg["id"].removeprefix("diagram-") for svg in soup.select('article svg[id^="diagram-"]')}
@@ -263,7 +203,7 @@ def test_the_chapters_show_six_or_more_schematic_diagrams(student_html):
 
 def test_search_finds_chapter_03(site, browser):
     base, _ = site
-    context, page, problems = _open(browser, base + "search.html?q=softmax", VIEWPORTS["desktop"])
+    context, page, problems = open_page(browser, base + "search.html?q=softmax", VIEWPORTS["desktop"])
     try:
         page.wait_for_selector("#search-results ul.search li", timeout=15000)
         links = page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.href)")
@@ -338,65 +278,7 @@ def test_launch_buttons_are_the_configured_services(student_html, assignment):
     assert repository_links == [repository_url()], f"repository button: {repository_links}"
 
 
-AXE_SCRIPT = course.ROOT / ".venv" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
-# WCAG 2.0, 2.1 and 2.2 at levels A and AA, and axe's best practices.
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa", "best-practice"]
-# The rules whose outcome depends on the colours: the only ones run again in dark mode.
-AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
-AXE_FAILING_IMPACTS = ("critical", "serious")
-AXE_PASSES = (("light", {"type": "tag", "values": AXE_TAGS}), ("dark", {"type": "rule", "values": AXE_COLOUR_RULES}))
-# Syntax-highlighted code is thousands of <span>s per chapter (6,855 of chapter 04's 16,012
-# elements) drawn in a few dozen colour pairs, and axe's contrast check spends most of its time
-# on them. A span whose chain of ancestors (tags, classes, inline styles) is the same as an
-# earlier span's gets exactly the same colours on exactly the same background, so the contrast
-# check reads only the first of each: the others are marked here, and the rule's selector
-# (AXE_CONFIGURE) leaves them out. (axe.run's `exclude` would too, but it compares every element
-# with every excluded one: slower than checking them all.)
-MARK_REPEATED_CODE_TOKENS = """() => {
-    const seen = new Set();
-    let marked = 0;
-    for (const span of document.querySelectorAll('div.highlight pre span')) {
-        let key = '';
-        for (let e = span; e && e !== document.body; e = e.parentElement) {
-            key = `${e.tagName}.${e.getAttribute('class') || ''}[${e.getAttribute('style') || ''}]>${key}`;
-        }
-        if (seen.has(key)) {
-            span.setAttribute('data-axe-repeat', '');
-            marked++;
-        } else {
-            seen.add(key);
-        }
-    }
-    return marked;
-}"""
-# MathJax draws its glyphs with CSS (no text nodes), which axe's contrast check cannot read: it
-# finds the 6,500 elements of chapter 04's math "inapplicable", after 2 s of looking. They are left
-# out of that one rule too.
-AXE_CONFIGURE = """() => axe.configure({rules: [
-    {id: 'color-contrast', selector: '*:not([data-axe-repeat]):not(mjx-container *)'}]})"""
-RUN_AXE = """options => axe.run(document, options).then(results => results.violations.map(
-    v => ({rule: v.id, impact: v.impact, help: v.help,
-           nodes: v.nodes.map(n => ({target: n.target.join(' '), html: n.html.slice(0, 200)}))})))"""
-
-
-# The theme's buttons fade between colours (CSS transitions of 0.15 s): after a change of mode, wait
-# until no transition runs, or the contrast check would read colours half-way.
-SETTLED = "() => !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"
 SEARCH_RESULTS = "search.html?q=softmax"
-
-
-def _built_pages(folder: Path) -> list[str]:
-    """Every HTML page of a built edition (the ToC's pages, search, the index), relative to its root;
-    not the theme's files, the notebooks' sources, nor index.html, which only redirects."""
-    pages = []
-    for page in sorted(folder.rglob("*.html")):
-        relative = page.relative_to(folder)
-        if relative.parts[0] in ("_static", "_sources", "_images"):
-            continue
-        if 'http-equiv="Refresh"' in page.read_text(encoding="utf-8")[:1000]:
-            continue
-        pages.append(relative.as_posix())
-    return pages
 
 
 @pytest.mark.parametrize("edition", book.EDITIONS)
@@ -408,18 +290,18 @@ def test_axe_finds_nothing_serious(edition, request, browser):
     if not AXE_SCRIPT.is_file():
         pytest.fail(f"axe-core is missing at {AXE_SCRIPT}: run `bash scripts/setup.sh`")
     base, folder = request.getfixturevalue("site" if edition == "student" else "instructor_site")
-    pages = _built_pages(folder)
-    assert len(pages) > len(_page_paths()), f"{edition}: expected every ToC page and more, found {pages}"
+    pages = built_pages(folder)
+    assert len(pages) > len(page_paths()), f"{edition}: expected every ToC page and more, found {pages}"
     pages.append(SEARCH_RESULTS)  # the search page as it shows results, drawn by the page's script
     failures, reported = [], {}
     axe = AXE_SCRIPT.read_text(encoding="utf-8")
-    context, page, problems = _open(browser, base + pages[0], VIEWPORTS["desktop"], init_script=axe)
+    context, page, problems = open_page(browser, base + pages[0], VIEWPORTS["desktop"], init_script=axe)
     try:
         for index, path in enumerate(pages):
             if index:
                 page.emulate_media(color_scheme="light")
                 page.goto(base + path, wait_until="load")
-            _wait_for_math(page)
+            wait_for_math(page)
             if path == SEARCH_RESULTS:
                 page.wait_for_selector("#search-results ul.search li", timeout=15000)
             page.evaluate(MARK_REPEATED_CODE_TOKENS)
@@ -452,7 +334,7 @@ def test_sidebar_title_takes_at_most_two_lines(edition, request, browser):
     """The book's title at the top of the navigation (the instructor edition's is the longer) wraps to
     at most two lines at desktop width (autograder/authoring/book_theme/static/course.css)."""
     base, _ = request.getfixturevalue("site" if edition == "student" else "instructor_site")
-    context, page, _ = _open(browser, base + "intro.html", VIEWPORTS["desktop"])
+    context, page, _ = open_page(browser, base + "intro.html", VIEWPORTS["desktop"])
     try:
         title, lines = page.evaluate(
             """() => {
@@ -493,7 +375,7 @@ def test_keyboard_focus_is_visible_and_the_skip_link_works(site, browser):
     stop up to the article (sidebar, navigation, the article's header buttons) shows where the focus
     is; Enter on the skip link sends the next Tab into the page's main content."""
     base, _ = site
-    context, page, _ = _open(browser, base + KEYBOARD_PAGE, VIEWPORTS["desktop"])
+    context, page, _ = open_page(browser, base + KEYBOARD_PAGE, VIEWPORTS["desktop"])
     try:
         page.keyboard.press("Tab")
         page.wait_for_function(SETTLED, timeout=5000)
@@ -537,7 +419,7 @@ def test_the_sidebar_toggle_works_from_the_keyboard(site, browser, width):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     base, _ = site
-    context, page, _ = _open(browser, base + KEYBOARD_PAGE, VIEWPORTS[width])
+    context, page, _ = open_page(browser, base + KEYBOARD_PAGE, VIEWPORTS[width])
     try:
         toggle = page.locator("button.primary-toggle:visible")
         assert toggle.count() == 1, f"{width}: {toggle.count()} visible sidebar toggles, expected one"

@@ -20,7 +20,7 @@ API and the user servers' own endpoints, each user with their own token:
 
 then checks the scores, that each student got only their own feedback, who can read what, and
 takes screenshots of the formgrader and of a student's assignment list for a person to look
-at (_build/screenshots/hub/). Every user, process and folder it made is removed at the end,
+at (_build/screenshots/hub/, tests/hub_screenshots.py). Every user, process and folder it made is removed at the end,
 even when it fails. The hub's software is installed once by deploy/install.sh into
 /var/cache/attention-step-by-step/ (keyed by a hash of the pins) and reused.
 
@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 
 import hub_harness as harness
+import hub_screenshots
+import hub_server
 import pytest
 
 from autograder import course
@@ -51,7 +53,6 @@ ASSIGNMENT = "03_attention_steps"
 NOTEBOOK = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
 COURSE_FOLDER = "attention-step-by-step"  # in the instructor's home (deploy/jupyterhub_config.py)
 SCREENSHOTS = course.BUILD / "screenshots" / "hub"
-NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 DUE = "2020-01-01 00:00:00 UTC"  # long past: every submission is late (the course's policy takes nothing off)
 
 
@@ -180,7 +181,7 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
     students = [ada, bo]  # ada submits the reference answers, bo the untouched stub
     users: list[str] = []
     work = harness.work_folder()
-    hub = harness.Hub(prefix, work, [instructor], students)
+    hub = hub_server.Hub(prefix, work, [instructor], students)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     try:
         clock = time.monotonic()
@@ -198,7 +199,7 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
         for name in users:
             hub.wait_ready(name)
         timings["hub + 3 servers up"] = time.monotonic() - clock
-        server = {name: harness.UserServer(hub, name, hub.user_token(name)) for name in users}
+        server = {name: hub_server.UserServer(hub, name, hub.user_token(name)) for name in users}
         teacher = server[instructor]
 
         solution = json.loads(course.solution_notebook(ASSIGNMENT).read_text())
@@ -340,7 +341,7 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
             for folder in ("inbound", "feedback"):
                 assert harness.run_as(name, "ls", str(exchange / folder)).returncode != 0, f"{name} lists {folder}/"
             # Over HTTP: a student's token opens no other server, and no formgrader is served.
-            stranger = harness.UserServer(hub, other, server[name].token)
+            stranger = hub_server.UserServer(hub, other, server[name].token)
             assert stranger.request("GET", "/api/status", expect=None).status_code == 403
             assert server[name].request("GET", "/formgrader/api/assignments", expect=None).status_code == 404
         csp = {name: server[name].request("GET", "/api/status").headers["Content-Security-Policy"] for name in users}
@@ -349,7 +350,7 @@ def _semester_cycle(prefix: Path, timings: dict[str, float]) -> None:
 
         clock = time.monotonic()
         ada_notebook = next(entry["id"] for entry in notebooks if entry["student"] == ada)
-        _screenshots(hub, instructor, ada, ada_notebook)
+        hub_screenshots.take(hub, instructor, ada, ada_notebook, ASSIGNMENT, SCREENSHOTS)
         timings["screenshots"] = time.monotonic() - clock
     finally:
         try:
@@ -377,84 +378,3 @@ def _class_grader(course_dir: Path, roster: Path, *options: str) -> subprocess.C
 
 def _user_exists(name: str) -> bool:
     return subprocess.run(["id", name], capture_output=True).returncode == 0
-
-
-def _screenshots(hub: harness.Hub, instructor: str, student: str, submission_id: str) -> None:
-    """Log into the hub in headless Chromium as the instructor and as a student; screenshot
-    the formgrader inside JupyterLab, its manual-grading view of the student's notebook (in a
-    tab of its own, as without framing), and the student's assignment list."""
-    from playwright.sync_api import sync_playwright
-
-    outside: list[str] = []
-
-    def loopback_only(route):
-        host = re.match(r"[a-z]+://([^/:]+)", route.request.url)
-        if route.request.url.startswith(("data:", "blob:")) or (host and host.group(1) == "127.0.0.1"):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    def login(browser, name: str):
-        context = browser.new_context(viewport={"width": 1600, "height": 900})
-        context.route("**/*", loopback_only)
-        page = context.new_page()
-        page.goto(f"{hub.url}/hub/login", timeout=60_000)
-        page.fill("input[name=username]", name)
-        page.fill("input[name=password]", hub.password)
-        page.click("[type=submit]")
-        page.wait_for_url(re.compile(r".*/hub/(home|spawn|spawn-pending).*|.*/user/.*"), timeout=60_000)
-        page.goto(f"{hub.url}/user/{name}/lab", timeout=90_000)
-        page.wait_for_function("window.jupyterapp && window.jupyterapp.commands", timeout=90_000)
-        page.wait_for_selector(".jp-LabShell", timeout=90_000)
-        return context, page
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(harness.CHROMIUM),
-            args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-            ],
-        )  # fmt: skip
-        try:
-            context, page = login(browser, instructor)
-            page.wait_for_function("window.jupyterapp.commands.hasCommand('nbgrader:open-formgrader')", timeout=60_000)
-            page.evaluate("window.jupyterapp.commands.execute('nbgrader:open-formgrader')")
-            frame = page.frame_locator("iframe").first
-            frame.get_by_text(ASSIGNMENT).first.wait_for(timeout=90_000)  # blank if framing were refused
-            page.wait_for_timeout(1500)
-            page.screenshot(path=str(SCREENSHOTS / "formgrader.png"))
-            page.goto(f"{hub.url}/user/{instructor}/formgrader/submissions/{submission_id}/", timeout=90_000)
-            page.locator("input.score").first.wait_for(timeout=90_000)
-            written = next(  # the first written question's score box
-                cell["metadata"]["nbgrader"]["grade_id"]
-                for cell in json.loads(course.solution_notebook(ASSIGNMENT).read_text())["cells"]
-                if cell["cell_type"] == "markdown" and cell.get("metadata", {}).get("nbgrader", {}).get("grade")
-            )
-            page.locator(f'input.score[id="{written}"]').scroll_into_view_if_needed(timeout=30_000)
-            page.mouse.wheel(0, -250)
-            page.wait_for_timeout(1000)
-            page.screenshot(path=str(SCREENSHOTS / "formgrader-manual-grading.png"))
-            context.close()
-
-            context, page = login(browser, student)
-            page.wait_for_function(
-                "window.jupyterapp.commands.hasCommand('nbgrader:open-assignment-list')", timeout=60_000
-            )
-            assert not page.evaluate("window.jupyterapp.commands.hasCommand('nbgrader:open-formgrader')"), (
-                "the formgrader is offered to a student"
-            )
-            page.evaluate("window.jupyterapp.commands.execute('nbgrader:open-assignment-list')")
-            page.get_by_text("view feedback").first.wait_for(timeout=90_000)  # the panel, with feedback
-            page.wait_for_timeout(1500)
-            page.screenshot(path=str(SCREENSHOTS / "assignment-list.png"))
-            context.close()
-        finally:
-            browser.close()
-    # Blocked, never sent. nbgrader's grading view (like its feedback pages) asks a CDN for
-    # MathJax 2.7.7, so math there shows as TeX source on a hub without Internet access;
-    # anything else would be new.
-    (SCREENSHOTS / "blocked-requests.txt").write_text("".join(f"{url}\n" for url in outside))
-    unexpected = [url for url in outside if not url.startswith(NBGRADER_MATHJAX_CDN)]
-    assert not unexpected, f"the browser tried to leave the machine: {unexpected[:5]}"

@@ -33,6 +33,7 @@ from autograder import course
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import z2jh_chart  # noqa: E402
+from pod_security import pod_security_violations  # noqa: E402
 
 DEPLOY = course.ROOT / "deploy"
 VALUES = DEPLOY / "z2jh-values.yaml"
@@ -334,64 +335,6 @@ def test_users_sharing_a_uid_do_not_start(probe):
 
 
 # --- the user pod ------------------------------------------------------------------------------
-BASELINE_CAPABILITIES = {
-    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-    "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
-}  # fmt: skip
-RESTRICTED_VOLUMES = {
-    "configMap",
-    "csi",
-    "downwardAPI",
-    "emptyDir",
-    "ephemeral",
-    "persistentVolumeClaim",
-    "projected",
-    "secret",
-}
-
-
-def pod_security_violations(pod: dict, level: str) -> set[str]:
-    """The rules of Kubernetes' Pod Security Standards (level "baseline" or "restricted") that
-    a pod breaks, for the fields a KubeSpawner pod can carry. A partial re-statement of
-    https://kubernetes.io/docs/concepts/security/pod-security-standards/, not the admission
-    controller itself."""
-    spec = pod["spec"]
-    pod_context = spec.get("securityContext") or {}
-    containers = spec.get("containers", []) + spec.get("initContainers", [])
-    broken = set()
-    if any(spec.get(key) for key in ("hostNetwork", "hostPID", "hostIPC")):
-        broken.add("host namespaces")
-    if any("hostPath" in volume for volume in spec.get("volumes", [])):
-        broken.add("hostPath volumes")
-    for container in containers:
-        context = container.get("securityContext") or {}
-        if context.get("privileged"):
-            broken.add("privileged containers")
-        if set(context.get("capabilities", {}).get("add", [])) - BASELINE_CAPABILITIES:
-            broken.add("capabilities")
-        if any(port.get("hostPort") for port in container.get("ports", [])):
-            broken.add("host ports")
-    if level == "baseline":
-        return broken
-    if any(not set(volume) - {"name"} <= RESTRICTED_VOLUMES for volume in spec.get("volumes", [])):
-        broken.add("volume types")
-    for container in containers:
-        context = container.get("securityContext") or {}
-        if context.get("allowPrivilegeEscalation") is not False:
-            broken.add("allowPrivilegeEscalation")
-        if not context.get("runAsNonRoot", pod_context.get("runAsNonRoot")):
-            broken.add("runAsNonRoot")
-        if context.get("runAsUser", pod_context.get("runAsUser")) == 0:
-            broken.add("runAsUser")
-        seccomp = context.get("seccompProfile", pod_context.get("seccompProfile")) or {}
-        if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
-            broken.add("seccompProfile")
-        capabilities = context.get("capabilities") or {}
-        if "ALL" not in capabilities.get("drop", []) or set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
-            broken.add("capabilities")
-    return broken
-
-
 def test_user_pod(probe):
     """The pod KubeSpawner makes for a student: our image and pull secret, root only for the
     start script (which the "baseline" Pod Security level allows, "restricted" does not), no

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import compare
+
 __all__ = ["call", "close", "jacobian_norms_by_differences"]
-
-
-def _show(values) -> list:
-    return np.round(np.asarray(values, dtype=float), 6).tolist()
 
 
 def call(function, *args, hint: str):
@@ -31,16 +29,8 @@ def call(function, *args, hint: str):
 def close(got, expected, what: str, hint: str = "", likely_mistakes: dict | None = None, rtol=1e-5, atol=1e-8) -> None:
     """``got`` has the shape of ``expected`` and its values (``np.allclose``); when it matches one of
     ``likely_mistakes`` ({what the mistake is: the value it gives}), the message names that mistake instead of
-    ``hint``."""
-    expected = np.asarray(expected, dtype=float)
-    if np.shape(got) != expected.shape:
-        raise AssertionError(f"{what}: expected shape {expected.shape}, got {np.shape(got)}")
-    if not np.allclose(got, expected, rtol=rtol, atol=atol):
-        named = (name for name, value in (likely_mistakes or {}).items() if np.allclose(got, value))
-        raise AssertionError(
-            f"{what}: expected {_show(expected)}, got {_show(got)}"
-            + (f": {next(named, hint)}" if (likely_mistakes or hint) else "")
-        )
+    ``hint``. (The comparison is :func:`attention_course.checks.compare.close`.)"""
+    compare.close(got, expected, what, hint, rtol=rtol, atol=atol, likely_mistakes=likely_mistakes)
 
 
 def jacobian_norms_by_differences(X, h0, W_xh, W_hh, b_h, eps: float = 1e-6) -> np.ndarray:

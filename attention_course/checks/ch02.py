@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import compare
+
 __all__ = [
     "close",
     "constant_models",
@@ -33,15 +35,9 @@ __all__ = [
 
 
 def close(got, expected, what: str, hint: str = "", atol: float = 1e-8, rtol: float = 1e-5) -> None:
-    """Two tensors of the same shape with equal values within atol and rtol (``torch.allclose``)."""
-    got, expected = got.detach(), expected.detach()
-    if tuple(got.shape) != tuple(expected.shape):
-        raise AssertionError(f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}. {hint}".rstrip())
-    if not torch.allclose(got, expected, atol=atol, rtol=rtol):
-        raise AssertionError(
-            f"{what}: differs by up to {(got - expected).abs().max().item():.3g} from the expected\n{expected}\n"
-            f"got\n{got}\n{hint}".rstrip()
-        )
+    """Two tensors of the same shape and dtype with equal values within atol and rtol (``torch.allclose``;
+    the comparison is :func:`attention_course.checks.compare.close`)."""
+    compare.close(got, expected, what, hint, rtol=rtol, atol=atol)
 
 
 def encoder_attributes(encoder, pad_id: int, hidden_dim: int) -> None:

@@ -13,6 +13,8 @@ import warnings
 import numpy as np
 import torch
 
+from . import compare
+
 __all__ = ["call", "close", "pair", "quiet", "torch_close", "torch_weights_over"]
 
 
@@ -33,13 +35,9 @@ def call(function, *args, hint: str, **kwargs):
 
 
 def close(got, expected, what: str, hint: str = "", rtol: float = 1e-6, atol: float = 1e-12) -> None:
-    """``got`` has the shape of ``expected`` and its values, within rtol and atol."""
-    expected = np.asarray(expected, dtype=float)
-    if np.shape(got) != expected.shape:
-        raise AssertionError(f"{what}: expected shape {expected.shape}, got {np.shape(got)}. {hint}".rstrip())
-    got = np.asarray(got, dtype=float)
-    if not np.allclose(got, expected, rtol=rtol, atol=atol, equal_nan=False):
-        raise AssertionError(f"{what}: expected {_show(expected)}, got {_show(got)}. {hint}".rstrip())
+    """``got`` has the shape of ``expected`` and its values, within rtol and atol (the comparison is
+    :func:`attention_course.checks.compare.close`)."""
+    compare.close(got, expected, what, hint, rtol=rtol, atol=atol)
 
 
 def pair(result, names: str):

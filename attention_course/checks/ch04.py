@@ -14,6 +14,8 @@ import math
 import torch
 from torch import nn
 
+from . import compare
+
 __all__ = ["STATED", "close", "compare_with_torch", "copy_of_torch"]
 
 STATED = {  # the chapter's stated tolerance (its introduction), by dtype: |got - want| <= atol + rtol * |want|
@@ -31,17 +33,9 @@ def _rounded(values) -> list[float]:
 
 
 def close(got, expected, what: str, hint: str = "", rtol: float = 1e-5, atol: float = 1e-8, dtype=None) -> None:
-    """``got`` has the shape of ``expected`` (and ``dtype`` if given) and its values within rtol and atol."""
-    if tuple(got.shape) != tuple(expected.shape):
-        raise AssertionError(f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}. {hint}".rstrip())
-    if dtype is not None and got.dtype != dtype:
-        raise AssertionError(f"{what}: expected dtype {dtype} (the inputs' dtype), got {got.dtype}")
-    if not torch.allclose(got, expected.to(got.dtype), rtol=rtol, atol=atol):
-        if got.numel() <= 8:
-            values = f"expected {_rounded(expected)}, got {_rounded(got)}"
-        else:
-            values = f"they differ by up to {_largest_difference(got, expected.to(got.dtype))}"
-        raise AssertionError(f"{what}: {values}. {hint}".rstrip())
+    """``got`` has the shape of ``expected`` (and ``dtype`` if given) and its values within rtol and atol, once
+    ``expected`` is converted to ``got``'s dtype (the comparison is :func:`attention_course.checks.compare.close`)."""
+    compare.close(got, expected, what, hint, rtol=rtol, atol=atol, dtype=dtype, cast=True)
 
 
 def copy_of_torch(module_class, d_model: int, n_heads: int):

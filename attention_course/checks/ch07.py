@@ -14,6 +14,8 @@ import math
 import torch
 from torch import nn
 
+from .ch05 import require_attributes  # (chapter 05's: the same check of a module's attributes)
+
 __all__ = [
     "assert_dropout_off_in_eval",
     "assert_embeddings_initialised",
@@ -25,14 +27,6 @@ __all__ = [
     "moved_away",
     "require_attributes",
 ]
-
-
-def require_attributes(obj, owner: str, kinds: dict) -> None:
-    """Each attribute of ``kinds`` ({name: type}) exists on ``obj`` with that type."""
-    for name, kind in kinds.items():
-        assert isinstance(getattr(obj, name, None), kind), (
-            f"{owner} needs an attribute {name!r} of type {kind.__name__}"
-        )
 
 
 def moved_away(module: nn.Module, scale: float = 0.3) -> nn.Module:
