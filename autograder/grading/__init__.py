@@ -7,6 +7,7 @@ One submission goes through::
       names.py      which names a cell defines and reads (matching cells; binding a test's names)
     runner.py     the plan -> grades: student code in the sandbox, tests here
       sandbox.py    the isolated kernel (namespaces, unprivileged user, limits, deadlines)
+      spares.py     the next submissions' sandboxes, started while one is graded (one pool per worker)
       rpc.py        the session: the test's requests to the student's kernel
         codec.py      the strict decoder of answers, the pickler of requests
         proxy.py      handles on objects that stay in the student's process

@@ -25,7 +25,6 @@ import ast
 import contextlib
 import io
 import re
-import threading
 import time
 import traceback
 import warnings
@@ -41,6 +40,7 @@ from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names, loaded_names
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, load_template, prepare
+from autograder.grading.spares import SparePool
 
 _HERE = Path(__file__).parent
 
@@ -284,20 +284,21 @@ class _Grader:
 
     # ---- the whole notebook ------------------------------------------------------------------
 
-    def run(self, plan, prestart: int = 0) -> str:
+    def run(self, plan, spares: SparePool | None = None, prestart: int = 0) -> str:
         """Run every step; returns the reason remaining tests fail for ("" if all ran).
 
-        ``prestart``: how many later submissions' sandboxes to keep starting meanwhile (see :func:`grade`)."""
+        ``spares``, ``prestart``: where this submission's sandbox may be waiting, and how many later
+        submissions' sandboxes to keep starting there meanwhile (see :func:`grade`)."""
         self.deadline = time.monotonic() + self.options.timeout
         key = _spare_key(self.template.assignment, self.options, self.slot)
-        self.sandbox = _take_spare(key)
+        self.sandbox = spares.take(key) if spares is not None else None
         failure = ""
         try:
             with alarm(self.deadline - time.monotonic() + 0.5, NotebookTimeout, "the notebook ran past its time limit"):
                 if self.sandbox is None:
                     self.sandbox = _ready_sandbox(self.template, self.options, self.slot, self.deadline)
-                if prestart:
-                    _prestart(key, self.template, self.options, self.slot, prestart)
+                if prestart and spares is not None:
+                    spares.prestart(key, self._start_spare, prestart)
                 self.session = rpc.Session(self.transport)
                 for name, value in self._trusted_imports().items():
                     self.namespace[name] = value
@@ -319,6 +320,11 @@ class _Grader:
             self.flags.add(failure)
         return failure
 
+    def _start_spare(self, number: int) -> Sandbox:
+        """A ready sandbox for a later submission of the same assignment and options (in its own thread)."""
+        options, deadline = self.options, time.monotonic() + self.options.timeout
+        return _ready_sandbox(self.template, options, self.slot, deadline, f"{self.slot}-{number}")
+
     def _trusted_imports(self) -> dict:
         """The instructor's imports that the tests use: here, the real modules (numpy, torch, ...);
         matplotlib's from the student's process, where the figures their code draws live."""
@@ -335,7 +341,7 @@ class _Grader:
         return namespace
 
 
-# ---- sandboxes, and the spare one started while a submission is graded -----------------------------
+# ---- sandboxes ------------------------------------------------------------------------------------
 
 
 def _preimports(template: Template) -> str:
@@ -392,107 +398,8 @@ def _ready_sandbox(template: Template, options: Options, slot: int, deadline: fl
     raise AssertionError("unreachable")
 
 
-class _Spare:
-    """This process's spare sandboxes: the next submissions', started while the current one is graded.
-
-    Up to DEPTH are started ahead, oldest first in ``queue``. Each is used once, by a later
-    submission of the same assignment and options, or closed. The batch asks for spares only while
-    more submissions are queued than there are workers, and spares nobody takes within IDLE_S of the
-    last submission are closed, so nothing stays running.
-
-    Why two: a sandbox's start (the kernel, ``import torch``, numpy, matplotlib: about 2.5 s of CPU)
-    takes longer than grading a notebook of chapter 03 (about 2 s). With one spare, the worker then
-    waits for it with one core idle; with two, the next one is already starting meanwhile."""
-
-    IDLE_S = 3.0
-    DEPTH = 2
-    lock = threading.Lock()
-    queue: list = []  # [(key, Future of a Sandbox)], oldest first
-    count = 0
-    last_used = 0.0
-    busy = False
-    watching = False  # a thread closes idle spares
-
-
 def _spare_key(assignment: str, options: Options, slot: int) -> tuple:
     return (assignment, options.unsafe, str(options.workdir), slot, repr(options.limits), options.timeout)
-
-
-def _take_spare(key: tuple) -> Sandbox | None:
-    """The oldest spare, if it was started for ``key`` and is alive; spares for another key are closed."""
-    with _Spare.lock:
-        queue, _Spare.queue = _Spare.queue, []
-        taken = queue.pop(0)[1] if queue and queue[0][0] == key else None
-        _Spare.queue = [(k, future) for k, future in queue if k == key]
-        stale = [future for k, future in queue if k != key]
-        _Spare.last_used = time.monotonic()
-    for future in stale:
-        _close(future)
-    if taken is None:
-        return None
-    try:
-        sandbox = taken.result()
-    except BaseException:  # noqa: B036 - it did not start: a fresh one will
-        return None
-    if sandbox.alive:
-        return sandbox
-    sandbox.close()
-    return None
-
-
-def _prestart(key: tuple, template: Template, options: Options, slot: int, depth: int = 1) -> None:
-    """Start spares for ``key`` until ``depth`` (at most DEPTH) are queued."""
-    from concurrent.futures import Future
-
-    started = []
-    with _Spare.lock:
-        while len(_Spare.queue) < min(depth, _Spare.DEPTH):
-            _Spare.count += 1
-            future: Future = Future()
-            _Spare.queue.append((key, future))
-            started.append((f"{slot}-{_Spare.count}", future))
-        watch, _Spare.watching = not _Spare.watching, True
-
-    def start(name, future):
-        try:
-            future.set_result(_ready_sandbox(template, options, slot, time.monotonic() + options.timeout, name))
-        except BaseException as exc:  # noqa: B036
-            future.set_exception(exc)
-
-    for name, future in started:
-        threading.Thread(target=start, args=(name, future), name="spare-sandbox", daemon=True).start()
-    if watch:
-        threading.Thread(target=_watch_idle, name="spare-watch", daemon=True).start()
-
-
-def _watch_idle() -> None:
-    """Close the spares if no submission takes them (the batch ran out of work for this worker)."""
-    while True:
-        time.sleep(_Spare.IDLE_S / 3)
-        with _Spare.lock:
-            if _Spare.queue and (_Spare.busy or time.monotonic() - _Spare.last_used < _Spare.IDLE_S):
-                continue
-            queue, _Spare.queue = _Spare.queue, []
-            _Spare.watching = False
-        for _, future in queue:
-            _close(future)
-        return
-
-
-def _close(future) -> None:
-    """Close a spare once it has started (or failed to)."""
-    try:
-        future.result().close()
-    except BaseException:  # noqa: B036 - it never started
-        pass
-
-
-def close_spare_sandbox() -> None:
-    """Close the spare sandboxes (at the end of a worker)."""
-    with _Spare.lock:
-        queue, _Spare.queue = _Spare.queue, []
-    for _, future in queue:
-        _close(future)
 
 
 def grade(
@@ -503,26 +410,26 @@ def grade(
     slot: int = 0,
     source: str = "",
     prestart: int = 0,
+    spares: SparePool | None = None,
 ) -> Result:
     """Grade one submission (the bytes of a notebook) of ``assignment``.
 
-    ``prestart``: how many more submissions of the same assignment follow in this process, as far as
-    sandboxes are worth starting ahead (a batch says so while it has work queued; see
-    :func:`autograder.grading.batch.spares_ahead`); up to that many (at most ``_Spare.DEPTH``) start
-    while this one is graded."""
+    ``spares``: the grading worker's spare sandboxes (spares.py), where this submission's may already
+    be started. ``prestart``: how many more submissions of the same assignment follow in this worker,
+    as far as sandboxes are worth starting ahead (a batch says so while it has work queued; see
+    :func:`autograder.grading.batch.spares_ahead`); up to that many (at most ``spares.depth``) start
+    in ``spares`` while this one is graded."""
     started = time.monotonic()
     template = load_template(assignment)
     plan = prepare(data, template)
     grader = _Grader(template, options, slot)
     baseline = state.baseline()
     baseline.restore()
-    _Spare.busy = True
-    try:
-        failure = plan.status if plan.status != "graded" else grader.run(plan, prestart)
-    finally:  # whatever the tests changed in this process, the next submission does not see
-        baseline.restore()
-        with _Spare.lock:
-            _Spare.busy, _Spare.last_used = False, time.monotonic()
+    with spares.grading() if spares is not None else contextlib.nullcontext():
+        try:
+            failure = plan.status if plan.status != "graded" else grader.run(plan, spares, prestart)
+        finally:  # whatever the tests changed in this process, the next submission does not see
+            baseline.restore()
     messages = {
         "kernel_died": "the kernel died before this test could run (a crash, os._exit, a signal, the memory limit)",
         "timeout": "the notebook ran past its time limit before this test could run",
