@@ -24,7 +24,7 @@ from autograder import course
 from autograder.authoring import check
 from autograder.conventions import is_demo_cell, is_export_cell
 from autograder.grading import rpc, runner, sanitize, state
-from autograder.grading.agent import Agent
+from autograder.grading.kernel.rpc import Agent
 from autograder.grading.names import free_names, import_statements
 from autograder.grading.sandbox import Sandbox
 

@@ -1,4 +1,4 @@
-"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, agent*.py).
+"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, kernel/).
 
 The agent that normally runs in the sandboxed kernel runs here in-process (same requests,
 same JSON answers), so these tests need neither root nor a kernel: they pin down the strict
@@ -17,8 +17,9 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.grading import codec, devices, protocol, rpc, runner
-from autograder.grading.agent import Agent
+from autograder.grading import codec, devices, rpc, runner
+from autograder.grading.kernel import protocol
+from autograder.grading.kernel.rpc import Agent
 
 
 def loopback(namespace: dict) -> rpc.Session:

@@ -35,7 +35,7 @@ import nbformat
 
 from autograder import course
 from autograder.conventions import normalise as _normalise
-from autograder.grading import agent, devices, recording, rpc, state
+from autograder.grading import devices, kernel, recording, rpc, state
 from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names, loaded_names
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
@@ -46,16 +46,16 @@ _HERE = Path(__file__).parent
 
 
 def _install_agent() -> str:
-    """Code that installs the agent in the student's kernel, from the source of agent.MODULES.
+    """Code that installs the agent in the student's kernel, from the source of kernel.MODULES.
 
     Each module is made from its file's source, with the modules before it among its globals (the
-    files import them from ``autograder.grading`` only when they are imported in the grader). The
+    files import them from ``autograder.grading.kernel`` only when they are imported in the grader). The
     file names ``autograder-<name>`` mark the agent's frames, which tracebacks leave out. The course's
     recording module (``attention_course/profiling.py``) comes along compiled, not yet run: the agent
     runs it privately once the sandbox's imports are done (:func:`_preimports`)."""
     lines = ["import types as _autograder_types", "_autograder_modules = {}"]
-    for name in agent.MODULES:
-        source = (_HERE / f"{name}.py").read_text()
+    for name in kernel.MODULES:
+        source = (_HERE / "kernel" / f"{name}.py").read_text()
         lines += [
             f"_autograder_module = _autograder_types.ModuleType('_autograder_{name}')",
             "_autograder_module.__dict__.update(_autograder_modules)",
@@ -64,7 +64,7 @@ def _install_agent() -> str:
         ]
     lines += [
         f"_autograder_recording = compile({recording.source()!r}, 'autograder-profiling', 'exec')",
-        "__autograder__ = _autograder_modules['agent'].Agent(get_ipython().user_ns, _autograder_recording)",
+        "__autograder__ = _autograder_modules['rpc'].Agent(get_ipython().user_ns, _autograder_recording)",
         "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)",
         "del _autograder_types, _autograder_modules, _autograder_module, _autograder_recording",
     ]
