@@ -31,8 +31,8 @@ from grader_zoo import BASE, EXPECTED, _bytes, chapter_cases, released_assignmen
 
 from autograder import course
 from autograder.grading import batch, gradebook
+from autograder.grading.jail import UID_BASE
 from autograder.grading.runner import Options
-from autograder.grading.sandbox import UID_BASE
 from autograder.grading.sanitize import load_template
 from autograder.grading.spares import SparePool
 

@@ -2,7 +2,7 @@
 
 Chapter 08's test cells call ``attention_course.profiling.record_ops`` on the student's function or
 module. Through the class grader that function is a proxy to the student's kernel: the call and its
-recording happen there, and the record comes back (autograder/GRADING.md, "Recording what the
+recording happen there, and the record comes back (autograder/BOUNDARY.md, "Recording what the
 student's code computes"). Here:
 
 - through the protocol, in-process (an agent in this process, the same requests and answers; no

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from autograder.grading import records
+from autograder.grading.jail import Limits
 from autograder.grading.runner import Options
-from autograder.grading.sandbox import Limits
 
 A = "03_attention_steps"
 

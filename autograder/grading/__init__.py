@@ -6,7 +6,9 @@ One submission goes through::
     sanitize.py   bytes -> the plan: the student's cells, repaired against solutions/, tests restored
       names.py      which names a cell defines and reads (matching cells; binding a test's names)
     runner.py     the plan -> grades: student code in the sandbox, tests here
-      sandbox.py    the isolated kernel (namespaces, unprivileged user, limits, deadlines)
+      startup.py    a ready sandbox: the kernel started, the agent (kernel/) installed, modules imported
+      sandbox.py    the kernel process: started, run, called, deadlines, output caps, killed
+        jail.py       its jail: namespaces, the unprivileged user, rlimits, cgroups
       spares.py     the next submissions' sandboxes, started while one is graded (one pool per worker)
       rpc.py        the session: the test's requests to the student's kernel
         codec.py      the strict decoder of answers, the pickler of requests

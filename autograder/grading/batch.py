@@ -42,9 +42,9 @@ from tqdm import tqdm
 
 from autograder import course
 from autograder.grading import collect, gradebook, leftovers, records, report
+from autograder.grading.jail import sandbox_problem
 from autograder.grading.rebuild import missing, rebuild
 from autograder.grading.runner import CellGrade, Options, Result
-from autograder.grading.sandbox import sandbox_problem
 from autograder.grading.spares import SparePool
 
 DEFAULT_WORK = course.GRADING_WORK  # as in autograder/nbgrader_config.py

@@ -75,7 +75,7 @@ def unexplained(ops, value, sent) -> list[str]:
     """A check of the record against what came back: each tensor of a call's result must have the shape of
     a tensor some recorded operation made (or of an argument). An agent changed to send an empty or
     unrelated record fails it; one that forges a plausible record does not (the agent runs in the
-    student's process: see GRADING.md)."""
+    student's process: see BOUNDARY.md)."""
     from autograder.grading.kernel import protocol
 
     made = {shape for op in ops for shape in op.outputs}

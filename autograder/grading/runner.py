@@ -21,7 +21,6 @@ one scores 0 with reason ``kernel_died``; past the notebook's time limit likewis
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import re
@@ -35,49 +34,17 @@ import nbformat
 
 from autograder import course
 from autograder.conventions import normalise as _normalise
-from autograder.grading import devices, kernel, recording, rpc, state
+from autograder.grading import devices, rpc, state
 from autograder.grading.deadline import alarm
+from autograder.grading.jail import Limits
 from autograder.grading.names import free_names, loaded_names
-from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
+from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, load_template, prepare
 from autograder.grading.spares import SparePool
+from autograder.grading.startup import ready_sandbox
 
-_HERE = Path(__file__).parent
-
-
-def _install_agent() -> str:
-    """Code that installs the agent in the student's kernel, from the source of kernel.MODULES.
-
-    Each module is made from its file's source, with the modules before it among its globals (the
-    files import them from ``autograder.grading.kernel`` only when they are imported in the grader). The
-    file names ``autograder-<name>`` mark the agent's frames, which tracebacks leave out. The course's
-    recording module (``attention_course/profiling.py``) comes along compiled, not yet run: the agent
-    runs it privately once the sandbox's imports are done (:func:`_preimports`)."""
-    lines = ["import types as _autograder_types", "_autograder_modules = {}"]
-    for name in kernel.MODULES:
-        source = (_HERE / "kernel" / f"{name}.py").read_text()
-        lines += [
-            f"_autograder_module = _autograder_types.ModuleType('_autograder_{name}')",
-            "_autograder_module.__dict__.update(_autograder_modules)",
-            f"exec(compile({source!r}, 'autograder-{name}', 'exec'), _autograder_module.__dict__)",
-            f"_autograder_modules[{name!r}] = _autograder_module",
-        ]
-    lines += [
-        f"_autograder_recording = compile({recording.source()!r}, 'autograder-profiling', 'exec')",
-        "__autograder__ = _autograder_modules['rpc'].Agent(get_ipython().user_ns, _autograder_recording)",
-        "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)",
-        "del _autograder_types, _autograder_modules, _autograder_module, _autograder_recording",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-INSTALL_AGENT = _install_agent()
 MESSAGE_CHARS = 4000
 REASON_CHARS = 300
-
-
-class SandboxFailed(RuntimeError):
-    """The sandbox could not be started: the grader's problem, not the student's."""
 
 
 @dataclass
@@ -296,7 +263,7 @@ class _Grader:
         try:
             with alarm(self.deadline - time.monotonic() + 0.5, NotebookTimeout, "the notebook ran past its time limit"):
                 if self.sandbox is None:
-                    self.sandbox = _ready_sandbox(self.template, self.options, self.slot, self.deadline)
+                    self.sandbox = ready_sandbox(self.template, self.options, self.slot, self.deadline)
                 if prestart and spares is not None:
                     spares.prestart(key, self._start_spare, prestart)
                 self.session = rpc.Session(self.transport)
@@ -323,7 +290,7 @@ class _Grader:
     def _start_spare(self, number: int) -> Sandbox:
         """A ready sandbox for a later submission of the same assignment and options (in its own thread)."""
         options, deadline = self.options, time.monotonic() + self.options.timeout
-        return _ready_sandbox(self.template, options, self.slot, deadline, f"{self.slot}-{number}")
+        return ready_sandbox(self.template, options, self.slot, deadline, f"{self.slot}-{number}")
 
     def _trusted_imports(self) -> dict:
         """The instructor's imports that the tests use: here, the real modules (numpy, torch, ...);
@@ -339,63 +306,6 @@ class _Grader:
                 exec(statement, namespace)
         namespace.pop("__builtins__", None)
         return namespace
-
-
-# ---- sandboxes ------------------------------------------------------------------------------------
-
-
-def _preimports(template: Template) -> str:
-    """Code that imports (without binding any name) the modules the instructor notebook imports, then
-    runs the agent's recording module if torch is among them (before any student cell, so that what
-    a submission does to torch's Python-level functions later does not reach it)."""
-    modules = []
-    for statement, _ in template.imports:
-        node = ast.parse(statement).body[0]
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-        modules += [name for name in names if name and name not in modules]
-    return (
-        "def _autograder_preimport():\n    import importlib\n"
-        f"    for name in {modules!r}:\n"
-        "        try:\n            importlib.import_module(name)\n"
-        "        except Exception:\n            pass\n"
-        "_autograder_preimport()\ndel _autograder_preimport\n"
-        "try:\n    __autograder__.bind_recording()\nexcept Exception:\n    pass\n"
-    )
-
-
-def _ready_sandbox(template: Template, options: Options, slot: int, deadline: float, name: str = "") -> Sandbox:
-    """A started sandbox with the agent installed and the notebook's modules imported (SandboxFailed if not).
-
-    A kernel that fails to start is tried once more (a start can fail for reasons of the moment on a
-    loaded machine). Importing the modules is the grader's own work: it gets the notebook's time, and
-    if it fails, the student's cells import them as usual."""
-    for attempt in (1, 2):
-        sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name)
-        try:
-            try:  # nothing of the student's runs here: a failure is the grader's
-                sandbox.start(deadline)
-                limit = max(0.1, min(options.call_timeout, deadline - time.monotonic()))
-                installed = sandbox.run(INSTALL_AGENT, deadline, limit, silent=True)
-            except (KernelDied, NotebookTimeout, CallTimeout) as exc:
-                raise SandboxFailed(f"the sandbox did not start: {exc}") from None
-            if (installed.reply or {}).get("status") != "ok":
-                raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
-            try:
-                sandbox.run(_preimports(template), deadline, max(0.1, deadline - time.monotonic()), silent=True)
-            except CallTimeout:
-                pass
-            except (KernelDied, NotebookTimeout) as exc:
-                raise SandboxFailed(f"the sandbox did not start: {exc}") from None
-            sandbox.budget = type(sandbox.budget)(options.limits.output_bytes)  # the student's output starts at 0
-            return sandbox
-        except SandboxFailed as exc:
-            sandbox.close()
-            if attempt == 2 or time.monotonic() >= deadline:
-                raise SandboxFailed(f"{exc}\n{sandbox.log_tail}") from None
-        except BaseException:
-            sandbox.close()
-            raise
-    raise AssertionError("unreachable")
 
 
 def _spare_key(assignment: str, options: Options, slot: int) -> tuple:

@@ -1,4 +1,4 @@
-"""The code sent into the student's kernel: the grader's agent, as source (runner.py installs it).
+"""The code sent into the student's kernel: the grader's agent, as source (startup.py installs it).
 
 Each module here is the kernel's side of a grader-side module of the same name one folder up:
 
@@ -10,10 +10,10 @@ Each module here is the kernel's side of a grader-side module of the same name o
     recording.py  the record's strict decoder   <->  recording.py  the course's recording, run here
     (both sides)                                     protocol.py   what both agree on (standard library)
 
-In the kernel, ``autograder`` cannot be imported: runner.py makes each module from its file's source,
+In the kernel, ``autograder`` cannot be imported: startup.py makes each module from its file's source,
 with the modules before it in ``MODULES`` among its globals. In the grader (its own tests, the
 one-process mode), they are ordinary modules of this package.
 """
 
-# the kernel-side modules, in the order runner.py installs them (each may use those before it)
+# the kernel-side modules, in the order startup.py installs them (each may use those before it)
 MODULES = ("protocol", "codec", "devices", "autograd", "recording", "rpc")

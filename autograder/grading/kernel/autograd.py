@@ -1,6 +1,6 @@
 """The kernel's side of the autograd bridge (its partner in the grader: ../autograd.py): kept graphs.
 
-Runs in the student's kernel (sent there as source by runner.py). When a call made with gradients
+Runs in the student's kernel (sent there as source by startup.py). When a call made with gradients
 enabled returns tensors that require grad, :meth:`Graphs.keep` keeps them (with this side's copies
 of the grader's tensors that went in) and describes the graph to the grader, whose autograd.py
 makes it a node of the grader's graph. That node's backward becomes a ``backward`` request:
@@ -10,7 +10,7 @@ returns the gradients of the grader's inputs. A graph lives until the grader dro
 
 import sys
 
-if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the module
+if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the module
     from autograder.grading.kernel import protocol
 
 

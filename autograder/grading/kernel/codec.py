@@ -1,6 +1,6 @@
 """The kernel's side of the wire (its partner in the grader: ../codec.py): requests in, answers out.
 
-Runs in the student's kernel (sent there as source by runner.py).
+Runs in the student's kernel (sent there as source by startup.py).
 
 Requests: a request is a pickle made by the grader (``codec.encode_request``): arrays and tensors
 travel as persistent ids carrying their raw bytes (and a tensor's ``.grad``), proxies as handle
@@ -22,7 +22,7 @@ import pickle
 import sys
 import traceback
 
-if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the module
+if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the module
     from autograder.grading.kernel import protocol
 
 MAX_STRING = 1 << 20

@@ -1,6 +1,6 @@
 """The devices the student's torch reports during a call (its partner in the grader: ../devices.py).
 
-Runs in the student's kernel (sent there as source by runner.py). A test may stand in for another
+Runs in the student's kernel (sent there as source by startup.py). A test may stand in for another
 machine by replacing torch's device queries; the grader's devices.py finds the answers it simulated,
 and they come with the request: :func:`simulated_devices` makes the student's torch give them for the
 length of the call. :func:`device_answers` is what torch here really says (the grader asks once per
@@ -10,7 +10,7 @@ submission, so that its own torch gives the sandbox's answers while a test runs)
 import contextlib
 import sys
 
-if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the module
+if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the module
     from autograder.grading.kernel import protocol
 
 

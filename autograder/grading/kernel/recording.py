@@ -1,6 +1,6 @@
 """The kernel's side of recording (its partner in the grader: ../recording.py).
 
-Runs in the student's kernel (sent there as source by runner.py). The course's recording module
+Runs in the student's kernel (sent there as source by startup.py). The course's recording module
 (``attention_course/profiling.py``) comes compiled with the agent and is run here privately
 (:func:`load`, called by the agent right after the sandbox's imports and before any student cell),
 so that what the student's cells later do to the package, to ``TorchDispatchMode`` or to

@@ -1,6 +1,6 @@
 """The grader's agent INSIDE the student's kernel (its partner in the grader: ../rpc.py, the session).
 
-Runs in the student's kernel, sent there as source by runner.py after the modules it uses (this
+Runs in the student's kernel, sent there as source by startup.py after the modules it uses (this
 package: protocol.py, what both sides agree on; codec.py, requests in and answers out; devices.py,
 the devices a test simulates; autograd.py, graphs kept for the grader's backward; recording.py, the
 course's recording run privately here).
@@ -24,7 +24,7 @@ import json
 import sys
 import warnings
 
-if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the modules
+if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the modules
     from autograder.grading.kernel import autograd, codec, devices, protocol, recording
 
 
@@ -33,7 +33,7 @@ class Agent:
 
     def __init__(self, namespace, recording_code=None):
         self.namespace = namespace
-        self.recording_code = recording_code  # the course's profiling.py, compiled (runner.py sends it)
+        self.recording_code = recording_code  # the course's profiling.py, compiled (startup.py sends it)
         self.recording = None  # that module, run privately here (bind_recording)
         numbers = itertools.count(1)  # handles and graphs
         self.handles = codec.Handles(numbers)
