@@ -23,8 +23,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograder import course
 from autograder.authoring import check
 from autograder.conventions import is_demo_cell, is_export_cell
-from autograder.grading import rpc, runner, sanitize, state
-from autograder.grading.agent import Agent
+from autograder.grading import rpc, runner, sanitize, startup, state
+from autograder.grading.kernel.rpc import Agent
 from autograder.grading.names import free_names, import_statements
 from autograder.grading.sandbox import Sandbox
 
@@ -260,7 +260,7 @@ def test_many_calls_with_gradients_keep_the_kernels_memory_flat(tmp_path):
     with Sandbox(tmp_path, slot=12, unsafe=True) as sandbox:
         deadline = __import__("time").monotonic() + 300
         sandbox.start(deadline)
-        assert sandbox.run(runner.INSTALL_AGENT, deadline, 60, silent=True).reply["status"] == "ok"
+        assert sandbox.run(startup.INSTALL_AGENT, deadline, 60, silent=True).reply["status"] == "ok"
         sandbox.run("import torch\ndef f(x):\n    return (x * 2).sum()", deadline, 60)
 
         def transport(text):

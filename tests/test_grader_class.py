@@ -30,10 +30,11 @@ from chapter_matrix import runs
 from grader_zoo import BASE, EXPECTED, _bytes, chapter_cases, released_assignments, stub, zoo
 
 from autograder import course
-from autograder.grading import batch, gradebook, runner
+from autograder.grading import batch, gradebook
+from autograder.grading.jail import UID_BASE
 from autograder.grading.runner import Options
-from autograder.grading.sandbox import UID_BASE
 from autograder.grading.sanitize import load_template
+from autograder.grading.spares import SparePool
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,
@@ -209,10 +210,10 @@ def test_escape_attempts_fail(zoo_run, work):
 
 def test_nothing_is_left_running_or_mounted(zoo_run, chapter_runs):
     # a spare sandbox that no submission took is closed when its worker idles (once it has started)
-    for _ in range(int(60 / runner._Spare.IDLE_S)):
+    for _ in range(int(60 / SparePool.IDLE_S)):
         if all(subprocess.run(["pgrep", "-u", str(UID_BASE + s)], capture_output=True).returncode for s in range(JOBS)):
             break
-        time.sleep(runner._Spare.IDLE_S)
+        time.sleep(SparePool.IDLE_S)
     for slot in range(JOBS):
         assert subprocess.run(["pgrep", "-u", str(UID_BASE + slot)], capture_output=True).returncode == 1
     mounts = Path("/proc/mounts").read_text()

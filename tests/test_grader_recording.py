@@ -1,8 +1,8 @@
-"""Recording what the student's code computes, through the class grader's boundary (recording.py, agent.py).
+"""Recording what the student's code computes, through the class grader's boundary (recording.py, kernel/recording.py).
 
 Chapter 08's test cells call ``attention_course.profiling.record_ops`` on the student's function or
 module. Through the class grader that function is a proxy to the student's kernel: the call and its
-recording happen there, and the record comes back (autograder/GRADING.md, "Recording what the
+recording happen there, and the record comes back (autograder/BOUNDARY.md, "Recording what the
 student's code computes"). Here:
 
 - through the protocol, in-process (an agent in this process, the same requests and answers; no
@@ -30,7 +30,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from attention_course.profiling import RecordingError, largest_created, matmuls, record_ops
 from autograder import course
 from autograder.grading import recording, rpc, runner, sanitize
-from autograder.grading.agent import Agent
+from autograder.grading.kernel.rpc import Agent
 
 # ---- the student's side: honest answers, the mistake, and the ways around the recording -------------------
 

@@ -1,4 +1,4 @@
-"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, agent*.py).
+"""The call protocol between the trusted tests and the student's kernel (rpc.py, codec.py, proxy.py, kernel/).
 
 The agent that normally runs in the sandboxed kernel runs here in-process (same requests,
 same JSON answers), so these tests need neither root nor a kernel: they pin down the strict
@@ -17,8 +17,9 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.grading import codec, devices, protocol, rpc, runner
-from autograder.grading.agent import Agent
+from autograder.grading import codec, devices, rpc, startup
+from autograder.grading.kernel import protocol
+from autograder.grading.kernel.rpc import Agent
 
 
 def loopback(namespace: dict) -> rpc.Session:
@@ -275,7 +276,7 @@ def test_devices_a_test_simulates_are_what_the_students_code_sees(monkeypatch):
 
 
 def test_the_agent_runs_from_its_source_where_autograder_cannot_be_imported():
-    """In the kernel, runner.INSTALL_AGENT builds the agent's modules from their source, and ``autograder``
+    """In the kernel, startup.INSTALL_AGENT builds the agent's modules from their source, and ``autograder``
     cannot be imported there: the agent installs itself and answers a request as it does in this process."""
     text, _ = codec.encode_request({"op": "lookup", "args": [["x", "missing"]], "release": None})
     fake_shell = (
@@ -286,7 +287,7 @@ def test_the_agent_runs_from_its_source_where_autograder_cannot_be_imported():
         "    comm_manager=types.SimpleNamespace(register_target=targets.__setitem__)))\n"
         "get_ipython = lambda: shell\n"
     )
-    code = fake_shell + runner.INSTALL_AGENT + f"print(__autograder__.rpc({text!r}))\nprint(sorted(targets))\n"
+    code = fake_shell + startup.INSTALL_AGENT + f"print(__autograder__.rpc({text!r}))\nprint(sorted(targets))\n"
     done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     answer, targets = done.stdout.splitlines()

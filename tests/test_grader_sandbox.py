@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from autograder import course
-from autograder.grading.sandbox import UID_BASE, CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
+from autograder.grading.jail import UID_BASE, Limits
+from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,
@@ -173,7 +174,7 @@ def test_a_real_unprivileged_user_is_refused_with_the_reason():
     pre-flight check refuses to grade without root and says how to proceed."""
     code = (
         f"import sys; sys.path.insert(0, {str(course.ROOT)!r}); "
-        "from autograder.grading.sandbox import sandbox_problem; print(sandbox_problem())"
+        "from autograder.grading.jail import sandbox_problem; print(sandbox_problem())"
     )
     result = subprocess.run(
         ["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=60

@@ -4,7 +4,7 @@
 notebook and its untouched student notebook with the grader that grades the class
 (:func:`autograder.grading.runner.grade`), in its no-sandbox mode (no root needed): the
 student's cells run in a kernel of their own, every test cell in the grader, through the
-proxies. So a test cell that cannot cross the boundary (GRADING.md lists the patterns) fails
+proxies. So a test cell that cannot cross the boundary (autograder/BOUNDARY.md lists the patterns) fails
 here, on every machine and in CI, and not only in the root-only grader tests.
 
 This module owns the cache of graded runs: each notebook is graded once and the result kept under
@@ -75,7 +75,7 @@ def cache_key(notebook_path: Path, assignment: str) -> str:
     """The key of a graded run: what can change the notebook's outputs, the instructor notebook
     (the template), the student notebook and the grader's own sources."""
     digest = hashlib.sha256(_outputs_key(notebook_path).encode())
-    grader = sorted((course.AUTOGRADER / "grading").glob("*.py"))
+    grader = sorted((course.AUTOGRADER / "grading").rglob("*.py"))  # kernel/ too
     for path in (course.solution_notebook(assignment), course.student_notebook(assignment), *grader):
         digest.update(path.name.encode())
         digest.update(path.read_bytes() if path.exists() else b"<missing>")

@@ -1,18 +1,18 @@
 """Autograd across the boundary: a result computed in the student's process joins the grader's graph.
 
-When a call answers with tensors that require grad, the agent keeps the graph that made them
-and says so (``graph``: its number, how many outputs, which of the grader's tensors went in).
-:func:`attach_graph` routes those outputs through one :class:`RemoteGraph` node; its backward
-sends the output gradients to the agent, which backpropagates through the kept graph (so the
-student's parameters get their ``.grad``) and answers with the gradients of the grader's
-inputs. When the grader's graph is freed, the node's token dies and the session tells the
-agent to drop its graph too.
+The grader's side; its partner in the kernel is kernel/autograd.py. When a call answers with
+tensors that require grad, the agent keeps the graph that made them and says so (``graph``: its
+number, how many outputs, which of the grader's tensors went in). :func:`attach_graph` routes those
+outputs through one :class:`RemoteGraph` node; its backward sends the output gradients to the
+agent, which backpropagates through the kept graph (so the student's parameters get their
+``.grad``) and answers with the gradients of the grader's inputs. When the grader's graph is
+freed, the node's token dies and the session tells the agent to drop its graph too.
 """
 
 from __future__ import annotations
 
-from autograder.grading import protocol
 from autograder.grading.codec import ProtocolError
+from autograder.grading.kernel import protocol
 
 
 class _Token:

@@ -42,15 +42,25 @@ from tqdm import tqdm
 
 from autograder import course
 from autograder.grading import collect, gradebook, leftovers, records, report
+from autograder.grading.jail import sandbox_problem
 from autograder.grading.rebuild import missing, rebuild
 from autograder.grading.runner import CellGrade, Options, Result
-from autograder.grading.sandbox import sandbox_problem
+from autograder.grading.spares import SparePool
 
 DEFAULT_WORK = course.GRADING_WORK  # as in autograder/nbgrader_config.py
 
 # ---- worker processes ---------------------------------------------------------------------------
 
-_SLOT = 0
+
+class _Worker:
+    """What one worker process keeps between its submissions: its sandbox slot and its spare sandboxes."""
+
+    def __init__(self, slot: int):
+        self.slot = slot
+        self.spares = SparePool()
+
+
+_WORKER: _Worker | None = None  # set once in each worker process, by _init_worker
 
 
 def _watch_parent() -> None:
@@ -69,9 +79,9 @@ def _watch_parent() -> None:
 
 def _init_worker(slots) -> None:
     """Runs once in each worker: take a sandbox slot, import the heavy modules, one thread each."""
-    global _SLOT
+    global _WORKER
     _watch_parent()
-    _SLOT = slots.get()
+    _WORKER = _Worker(slots.get())
     if str(course.ROOT) not in sys.path:  # the hidden tests import autograder.reference
         sys.path.insert(0, str(course.ROOT))
     import numpy  # noqa: F401
@@ -80,17 +90,15 @@ def _init_worker(slots) -> None:
     torch.set_num_threads(1)
     from multiprocessing.util import Finalize
 
-    from autograder.grading import runner
-
-    Finalize(None, runner.close_spare_sandbox, exitpriority=10)  # the spare sandbox goes with the worker
+    Finalize(None, _WORKER.spares.close, exitpriority=10)  # the spare sandboxes go with the worker
 
 
 def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options, prestart: int) -> Result:
     from autograder.grading import runner
 
     try:
-        result = runner.grade(submission.student_id, submission.data, assignment, options, _SLOT, submission.source,
-                              prestart)  # fmt: skip
+        result = runner.grade(submission.student_id, submission.data, assignment, options, _WORKER.slot,
+                              submission.source, prestart, _WORKER.spares)  # fmt: skip
         result.flags = sorted(set(result.flags) | set(submission.flags))
         result.notes = [*submission.notes, *result.notes]
         return result

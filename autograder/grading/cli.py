@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args) -> int:
     from autograder.grading import ids
     from autograder.grading.batch import grade_class
+    from autograder.grading.jail import Limits
     from autograder.grading.runner import Options
-    from autograder.grading.sandbox import Limits
 
     if args.assignment not in course.assignments():
         print(f"error: unknown assignment {args.assignment}; known: {', '.join(course.assignments())}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The grader's side of the wire: a strict decoder for answers, a pickler for requests.
+"""The grader's side of the wire (its partner in the kernel: kernel/codec.py): answers in, requests out.
 
 Answers come from the student's kernel, so :func:`decode` accepts plain data only: ``None``,
 booleans, numbers, strings, bytes, lists, tuples and namedtuples, dicts (``OrderedDict``,
@@ -27,7 +27,7 @@ import pickle
 import sys
 import warnings
 
-from autograder.grading import protocol
+from autograder.grading.kernel import protocol
 from autograder.grading.proxy import Proxy, RemoteClass
 
 MAX_DEPTH = 64

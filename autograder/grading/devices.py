@@ -10,7 +10,8 @@ give the sandbox's answers to the device queries (asked once per submission).
 A test may still stand in for another machine by replacing a query itself (a lambda, a mock):
 :func:`simulated_devices` finds such replacements (functions that are neither torch's nor the
 stand-ins installed here), and the session sends their answers, as plain values, with each call;
-the agent makes the student's torch give them for the length of the call.
+the agent makes the student's torch give them for the length of the call (kernel/devices.py, this
+module's partner in the kernel).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from autograder.grading.protocol import DEVICE_QUERIES, device_query
+from autograder.grading.kernel.protocol import DEVICE_QUERIES, device_query
 
 _STAND_INS: dict = {}  # answer -> the function sandbox_devices installs to give it
 

@@ -12,7 +12,7 @@ watches its parent). At the next start, for every such folder whose owner is gon
   (uid ``UID_BASE`` and up: kernels, whatever they started) are killed and the grader's empty
   cgroups (``autograder-*``) removed.
 
-The sandbox users are the grader's alone (sandbox.py), so nothing else is touched.
+The sandbox users are the grader's alone (jail.py), so nothing else is touched.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from autograder.grading.sandbox import UID_BASE
+from autograder.grading.jail import UID_BASE
 
 SCRATCH_PARENT = Path("/tmp")
 PREFIX = "ag-run-"

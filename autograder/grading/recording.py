@@ -1,12 +1,12 @@
-"""Recording what the student's code computes, where it computes: the grader's side.
+"""Recording what the student's code computes, where it computes: the grader's side (kernel/recording.py's partner).
 
 Chapter 08's tests record the operations a call runs (``attention_course.profiling.record_ops``)
 to check how an answer computes. A test cell runs here, in the grader, and imports the grader's
 own copy of the course package; the student's function is a proxy. So while a recording is active
 in this process (:func:`active`), every request the session sends (rpc.py) carries ``record``:
 the agent runs the operation under its own recording (a private copy of the same module, bound in
-the kernel before any student cell ran, agent.py) and answers with the operations it saw and what
-made them untrustworthy. Here :func:`decode` checks that record strictly, and the session adds it to
+the kernel before any student cell ran: kernel/recording.py) and answers with the operations it saw
+and what made them untrustworthy. Here :func:`decode` checks that record strictly, and the session adds it to
 the test's recording (``Recording.add``), takes the tensors that came back as recorded
 (``Recording.adopt``) and keeps the recording aside meanwhile (``Recording.paused``), so that the
 proxy's own machinery is never recorded. The test's ``record_ops`` then returns one record, or
@@ -75,8 +75,8 @@ def unexplained(ops, value, sent) -> list[str]:
     """A check of the record against what came back: each tensor of a call's result must have the shape of
     a tensor some recorded operation made (or of an argument). An agent changed to send an empty or
     unrelated record fails it; one that forges a plausible record does not (the agent runs in the
-    student's process: see GRADING.md)."""
-    from autograder.grading import protocol
+    student's process: see BOUNDARY.md)."""
+    from autograder.grading.kernel import protocol
 
     made = {shape for op in ops for shape in op.outputs}
     made |= {tuple(t.shape) for t in protocol.tensors(list(sent.values()))}

@@ -1,10 +1,10 @@
-"""The session: the grader's tests talk to the agent in the student's kernel.
+"""The session: the grader's tests talk to the agent in the student's kernel (kernel/rpc.py, its partner).
 
 The test cells (visible and hidden, restored from the instructor notebook) run in the grader's
 own process. :meth:`Session.lookup` binds the names a test reads that the student defined:
 plain data, or proxies (proxy.py). Calling a proxy makes a request: pickled here (codec.py),
 delivered by the runner over a Jupyter comm on the kernel's shell channel, answered by the agent
-(agent.py) in JSON that codec.decode accepts only if it is plain data.
+(kernel/rpc.py) in JSON that codec.decode accepts only if it is plain data.
 
 With each call travel:
 
@@ -29,7 +29,7 @@ import json
 import sys
 import weakref
 
-from autograder.grading import protocol, recording
+from autograder.grading import recording
 from autograder.grading.autograd import attach_graph
 from autograder.grading.codec import (
     ProtocolError,
@@ -41,6 +41,7 @@ from autograder.grading.codec import (
     set_rng_states,
 )
 from autograder.grading.devices import simulated_devices
+from autograder.grading.kernel import protocol
 from autograder.grading.proxy import Proxy, make_proxy
 
 __all__ = ["Proxy", "ProtocolError", "Session", "parse_answer"]

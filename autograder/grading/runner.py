@@ -21,11 +21,9 @@ one scores 0 with reason ``kernel_died``; past the notebook's time limit likewis
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import re
-import threading
 import time
 import traceback
 import warnings
@@ -36,48 +34,17 @@ import nbformat
 
 from autograder import course
 from autograder.conventions import normalise as _normalise
-from autograder.grading import agent, devices, recording, rpc, state
+from autograder.grading import devices, rpc, state
 from autograder.grading.deadline import alarm
+from autograder.grading.jail import Limits
 from autograder.grading.names import free_names, loaded_names
-from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
+from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, load_template, prepare
+from autograder.grading.spares import SparePool
+from autograder.grading.startup import ready_sandbox
 
-_HERE = Path(__file__).parent
-
-
-def _install_agent() -> str:
-    """Code that installs the agent in the student's kernel, from the source of agent.MODULES.
-
-    Each module is made from its file's source, with the modules before it among its globals (the
-    files import them from ``autograder.grading`` only when they are imported in the grader). The
-    file names ``autograder-<name>`` mark the agent's frames, which tracebacks leave out. The course's
-    recording module (``attention_course/profiling.py``) comes along compiled, not yet run: the agent
-    runs it privately once the sandbox's imports are done (:func:`_preimports`)."""
-    lines = ["import types as _autograder_types", "_autograder_modules = {}"]
-    for name in agent.MODULES:
-        source = (_HERE / f"{name}.py").read_text()
-        lines += [
-            f"_autograder_module = _autograder_types.ModuleType('_autograder_{name}')",
-            "_autograder_module.__dict__.update(_autograder_modules)",
-            f"exec(compile({source!r}, 'autograder-{name}', 'exec'), _autograder_module.__dict__)",
-            f"_autograder_modules[{name!r}] = _autograder_module",
-        ]
-    lines += [
-        f"_autograder_recording = compile({recording.source()!r}, 'autograder-profiling', 'exec')",
-        "__autograder__ = _autograder_modules['agent'].Agent(get_ipython().user_ns, _autograder_recording)",
-        "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)",
-        "del _autograder_types, _autograder_modules, _autograder_module, _autograder_recording",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-INSTALL_AGENT = _install_agent()
 MESSAGE_CHARS = 4000
 REASON_CHARS = 300
-
-
-class SandboxFailed(RuntimeError):
-    """The sandbox could not be started: the grader's problem, not the student's."""
 
 
 @dataclass
@@ -284,20 +251,21 @@ class _Grader:
 
     # ---- the whole notebook ------------------------------------------------------------------
 
-    def run(self, plan, prestart: int = 0) -> str:
+    def run(self, plan, spares: SparePool | None = None, prestart: int = 0) -> str:
         """Run every step; returns the reason remaining tests fail for ("" if all ran).
 
-        ``prestart``: how many later submissions' sandboxes to keep starting meanwhile (see :func:`grade`)."""
+        ``spares``, ``prestart``: where this submission's sandbox may be waiting, and how many later
+        submissions' sandboxes to keep starting there meanwhile (see :func:`grade`)."""
         self.deadline = time.monotonic() + self.options.timeout
         key = _spare_key(self.template.assignment, self.options, self.slot)
-        self.sandbox = _take_spare(key)
+        self.sandbox = spares.take(key) if spares is not None else None
         failure = ""
         try:
             with alarm(self.deadline - time.monotonic() + 0.5, NotebookTimeout, "the notebook ran past its time limit"):
                 if self.sandbox is None:
-                    self.sandbox = _ready_sandbox(self.template, self.options, self.slot, self.deadline)
-                if prestart:
-                    _prestart(key, self.template, self.options, self.slot, prestart)
+                    self.sandbox = ready_sandbox(self.template, self.options, self.slot, self.deadline)
+                if prestart and spares is not None:
+                    spares.prestart(key, self._start_spare, prestart)
                 self.session = rpc.Session(self.transport)
                 for name, value in self._trusted_imports().items():
                     self.namespace[name] = value
@@ -319,6 +287,11 @@ class _Grader:
             self.flags.add(failure)
         return failure
 
+    def _start_spare(self, number: int) -> Sandbox:
+        """A ready sandbox for a later submission of the same assignment and options (in its own thread)."""
+        options, deadline = self.options, time.monotonic() + self.options.timeout
+        return ready_sandbox(self.template, options, self.slot, deadline, f"{self.slot}-{number}")
+
     def _trusted_imports(self) -> dict:
         """The instructor's imports that the tests use: here, the real modules (numpy, torch, ...);
         matplotlib's from the student's process, where the figures their code draws live."""
@@ -335,164 +308,8 @@ class _Grader:
         return namespace
 
 
-# ---- sandboxes, and the spare one started while a submission is graded -----------------------------
-
-
-def _preimports(template: Template) -> str:
-    """Code that imports (without binding any name) the modules the instructor notebook imports, then
-    runs the agent's recording module if torch is among them (before any student cell, so that what
-    a submission does to torch's Python-level functions later does not reach it)."""
-    modules = []
-    for statement, _ in template.imports:
-        node = ast.parse(statement).body[0]
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-        modules += [name for name in names if name and name not in modules]
-    return (
-        "def _autograder_preimport():\n    import importlib\n"
-        f"    for name in {modules!r}:\n"
-        "        try:\n            importlib.import_module(name)\n"
-        "        except Exception:\n            pass\n"
-        "_autograder_preimport()\ndel _autograder_preimport\n"
-        "try:\n    __autograder__.bind_recording()\nexcept Exception:\n    pass\n"
-    )
-
-
-def _ready_sandbox(template: Template, options: Options, slot: int, deadline: float, name: str = "") -> Sandbox:
-    """A started sandbox with the agent installed and the notebook's modules imported (SandboxFailed if not).
-
-    A kernel that fails to start is tried once more (a start can fail for reasons of the moment on a
-    loaded machine). Importing the modules is the grader's own work: it gets the notebook's time, and
-    if it fails, the student's cells import them as usual."""
-    for attempt in (1, 2):
-        sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name)
-        try:
-            try:  # nothing of the student's runs here: a failure is the grader's
-                sandbox.start(deadline)
-                limit = max(0.1, min(options.call_timeout, deadline - time.monotonic()))
-                installed = sandbox.run(INSTALL_AGENT, deadline, limit, silent=True)
-            except (KernelDied, NotebookTimeout, CallTimeout) as exc:
-                raise SandboxFailed(f"the sandbox did not start: {exc}") from None
-            if (installed.reply or {}).get("status") != "ok":
-                raise SandboxFailed(f"could not install the grader's agent: {installed.outputs}")
-            try:
-                sandbox.run(_preimports(template), deadline, max(0.1, deadline - time.monotonic()), silent=True)
-            except CallTimeout:
-                pass
-            except (KernelDied, NotebookTimeout) as exc:
-                raise SandboxFailed(f"the sandbox did not start: {exc}") from None
-            sandbox.budget = type(sandbox.budget)(options.limits.output_bytes)  # the student's output starts at 0
-            return sandbox
-        except SandboxFailed as exc:
-            sandbox.close()
-            if attempt == 2 or time.monotonic() >= deadline:
-                raise SandboxFailed(f"{exc}\n{sandbox.log_tail}") from None
-        except BaseException:
-            sandbox.close()
-            raise
-    raise AssertionError("unreachable")
-
-
-class _Spare:
-    """This process's spare sandboxes: the next submissions', started while the current one is graded.
-
-    Up to DEPTH are started ahead, oldest first in ``queue``. Each is used once, by a later
-    submission of the same assignment and options, or closed. The batch asks for spares only while
-    more submissions are queued than there are workers, and spares nobody takes within IDLE_S of the
-    last submission are closed, so nothing stays running.
-
-    Why two: a sandbox's start (the kernel, ``import torch``, numpy, matplotlib: about 2.5 s of CPU)
-    takes longer than grading a notebook of chapter 03 (about 2 s). With one spare, the worker then
-    waits for it with one core idle; with two, the next one is already starting meanwhile."""
-
-    IDLE_S = 3.0
-    DEPTH = 2
-    lock = threading.Lock()
-    queue: list = []  # [(key, Future of a Sandbox)], oldest first
-    count = 0
-    last_used = 0.0
-    busy = False
-    watching = False  # a thread closes idle spares
-
-
 def _spare_key(assignment: str, options: Options, slot: int) -> tuple:
     return (assignment, options.unsafe, str(options.workdir), slot, repr(options.limits), options.timeout)
-
-
-def _take_spare(key: tuple) -> Sandbox | None:
-    """The oldest spare, if it was started for ``key`` and is alive; spares for another key are closed."""
-    with _Spare.lock:
-        queue, _Spare.queue = _Spare.queue, []
-        taken = queue.pop(0)[1] if queue and queue[0][0] == key else None
-        _Spare.queue = [(k, future) for k, future in queue if k == key]
-        stale = [future for k, future in queue if k != key]
-        _Spare.last_used = time.monotonic()
-    for future in stale:
-        _close(future)
-    if taken is None:
-        return None
-    try:
-        sandbox = taken.result()
-    except BaseException:  # noqa: B036 - it did not start: a fresh one will
-        return None
-    if sandbox.alive:
-        return sandbox
-    sandbox.close()
-    return None
-
-
-def _prestart(key: tuple, template: Template, options: Options, slot: int, depth: int = 1) -> None:
-    """Start spares for ``key`` until ``depth`` (at most DEPTH) are queued."""
-    from concurrent.futures import Future
-
-    started = []
-    with _Spare.lock:
-        while len(_Spare.queue) < min(depth, _Spare.DEPTH):
-            _Spare.count += 1
-            future: Future = Future()
-            _Spare.queue.append((key, future))
-            started.append((f"{slot}-{_Spare.count}", future))
-        watch, _Spare.watching = not _Spare.watching, True
-
-    def start(name, future):
-        try:
-            future.set_result(_ready_sandbox(template, options, slot, time.monotonic() + options.timeout, name))
-        except BaseException as exc:  # noqa: B036
-            future.set_exception(exc)
-
-    for name, future in started:
-        threading.Thread(target=start, args=(name, future), name="spare-sandbox", daemon=True).start()
-    if watch:
-        threading.Thread(target=_watch_idle, name="spare-watch", daemon=True).start()
-
-
-def _watch_idle() -> None:
-    """Close the spares if no submission takes them (the batch ran out of work for this worker)."""
-    while True:
-        time.sleep(_Spare.IDLE_S / 3)
-        with _Spare.lock:
-            if _Spare.queue and (_Spare.busy or time.monotonic() - _Spare.last_used < _Spare.IDLE_S):
-                continue
-            queue, _Spare.queue = _Spare.queue, []
-            _Spare.watching = False
-        for _, future in queue:
-            _close(future)
-        return
-
-
-def _close(future) -> None:
-    """Close a spare once it has started (or failed to)."""
-    try:
-        future.result().close()
-    except BaseException:  # noqa: B036 - it never started
-        pass
-
-
-def close_spare_sandbox() -> None:
-    """Close the spare sandboxes (at the end of a worker)."""
-    with _Spare.lock:
-        queue, _Spare.queue = _Spare.queue, []
-    for _, future in queue:
-        _close(future)
 
 
 def grade(
@@ -503,26 +320,26 @@ def grade(
     slot: int = 0,
     source: str = "",
     prestart: int = 0,
+    spares: SparePool | None = None,
 ) -> Result:
     """Grade one submission (the bytes of a notebook) of ``assignment``.
 
-    ``prestart``: how many more submissions of the same assignment follow in this process, as far as
-    sandboxes are worth starting ahead (a batch says so while it has work queued; see
-    :func:`autograder.grading.batch.spares_ahead`); up to that many (at most ``_Spare.DEPTH``) start
-    while this one is graded."""
+    ``spares``: the grading worker's spare sandboxes (spares.py), where this submission's may already
+    be started. ``prestart``: how many more submissions of the same assignment follow in this worker,
+    as far as sandboxes are worth starting ahead (a batch says so while it has work queued; see
+    :func:`autograder.grading.batch.spares_ahead`); up to that many (at most ``spares.depth``) start
+    in ``spares`` while this one is graded."""
     started = time.monotonic()
     template = load_template(assignment)
     plan = prepare(data, template)
     grader = _Grader(template, options, slot)
     baseline = state.baseline()
     baseline.restore()
-    _Spare.busy = True
-    try:
-        failure = plan.status if plan.status != "graded" else grader.run(plan, prestart)
-    finally:  # whatever the tests changed in this process, the next submission does not see
-        baseline.restore()
-        with _Spare.lock:
-            _Spare.busy, _Spare.last_used = False, time.monotonic()
+    with spares.grading() if spares is not None else contextlib.nullcontext():
+        try:
+            failure = plan.status if plan.status != "graded" else grader.run(plan, spares, prestart)
+        finally:  # whatever the tests changed in this process, the next submission does not see
+            baseline.restore()
     messages = {
         "kernel_died": "the kernel died before this test could run (a crash, os._exit, a signal, the memory limit)",
         "timeout": "the notebook ran past its time limit before this test could run",

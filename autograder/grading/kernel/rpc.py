@@ -1,37 +1,31 @@
-"""The grader's agent INSIDE the student's kernel: the thin dispatch of the grader's requests.
+"""The grader's agent INSIDE the student's kernel (its partner in the grader: ../rpc.py, the session).
 
-Runs in the student's kernel, sent there as source by runner.py with the modules it uses:
-protocol.py (what both sides agree on), agent_request.py (the request unpickled; what a call
-changed in its arguments), agent_context.py (gradient mode, simulated devices, random states),
-agent_encode.py (answers as plain data, or handles) and agent_autograd.py (graphs kept for the
-grader's backward).
+Runs in the student's kernel, sent there as source by startup.py after the modules it uses (this
+package: protocol.py, what both sides agree on; codec.py, requests in and answers out; devices.py,
+the devices a test simulates; autograd.py, graphs kept for the grader's backward; recording.py, the
+course's recording run privately here).
 
-When a test, running in the grader, calls a function the student wrote, the grader sends a
-request over a Jupyter comm; :meth:`Agent.rpc` runs its operation (``op_<name>``) against the
-student's namespace and the objects it handed out, and answers in JSON. The student's code can
-replace or break this agent: nothing it answers is trusted (codec.py decodes every answer
-strictly; every comparison happens in the grader).
+When a test, running in the grader, calls a function the student wrote, the grader's session sends
+a request over a Jupyter comm; :meth:`Agent.rpc` runs its operation (``op_<name>``) against the
+student's namespace and the objects it handed out, in the context the request carries (gradient
+mode, simulated devices, random states: :func:`grad_mode`, :func:`set_rng_states`), and answers in
+JSON. The student's code can replace or break this agent: nothing it answers is trusted (the
+grader's codec.py decodes every answer strictly; every comparison happens in the grader).
 
 A request made while a test records (``record``, recording.py in the grader) runs under the
-agent's own recording: the course's ``attention_course/profiling.py``, sent as compiled code and
-run privately (:meth:`Agent.bind_recording`, right after the sandbox's imports and before any
-student cell), so that what the student's cells later do to the package, to ``TorchDispatchMode``
-or to ``torch.utils._python_dispatch`` leaves it as it was. The answer then carries the
-operations it saw and its problems.
+agent's own recording (recording.py here, bound by :meth:`Agent.bind_recording` before any
+student cell); the answer then carries the operations it saw and its problems.
 """
 
 import base64
+import contextlib
 import itertools
 import json
 import sys
-import types
 import warnings
 
-if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the modules
-    from autograder.grading import agent_autograd, agent_context, agent_encode, agent_request, protocol
-
-# the kernel-side modules, in the order runner.py installs them (each may use those before it)
-MODULES = ("protocol", "agent_request", "agent_context", "agent_encode", "agent_autograd", "agent")
+if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the modules
+    from autograder.grading.kernel import autograd, codec, devices, protocol, recording
 
 
 class Agent:
@@ -39,11 +33,11 @@ class Agent:
 
     def __init__(self, namespace, recording_code=None):
         self.namespace = namespace
-        self.recording_code = recording_code  # the course's profiling.py, compiled (runner.py sends it)
+        self.recording_code = recording_code  # the course's profiling.py, compiled (startup.py sends it)
         self.recording = None  # that module, run privately here (bind_recording)
         numbers = itertools.count(1)  # handles and graphs
-        self.handles = agent_encode.Handles(numbers)
-        self.graphs = agent_autograd.Graphs(numbers)
+        self.handles = codec.Handles(numbers)
+        self.graphs = autograd.Graphs(numbers)
         self.objects = self.handles.objects  # handle -> object
 
     def open(self, comm, message):
@@ -55,33 +49,29 @@ class Agent:
             comm.send({"autograder": self.rpc(data.get("request", ""))})
 
     def encode(self, obj, data=False):
-        return agent_encode.encode(obj, self.handles.handle, data)
+        return codec.encode(obj, self.handles.handle, data)
 
     def bind_recording(self, now=False):
         """Run the recording's module privately, once: if torch is imported here (or ``now``)."""
         if self.recording is None and (now or "torch" in sys.modules):
             code = self.recording_code
             if code is None:  # in the grader's own tests: the course's file, compiled here
-                from autograder.grading import recording
+                from autograder.grading import recording as grader_recording
 
-                code = compile(recording.source(), "autograder-profiling", "exec")
-            module = types.ModuleType("_autograder_profiling")
-            exec(code, module.__dict__)
-            self.recording = module
+                code = compile(grader_recording.source(), "autograder-profiling", "exec")
+            self.recording = recording.load(code)
         return self.recording
 
     @staticmethod
-    def record_answer(recording):
-        """A recording as plain data: its operations and its problems (recording.py decodes it)."""
-        ops = [[op.name, [list(s) for s in op.inputs], [list(s) for s in op.outputs], bool(op.is_view)]
-               for op in recording.ops]  # fmt: skip
-        return {"ops": ops, "problems": [str(p)[:500] for p in recording.problems[:20]]}
+    def record_answer(recorder):
+        """A recording as plain data: its operations and its problems (the grader's recording.py decodes it)."""
+        return recording.answer(recorder)
 
     def rpc(self, request_b64):
         """One request (base64 of the grader's pickle) -> the answer's JSON text."""
-        caught, rng_changed, recording = [], None, None
+        caught, rng_changed, recorder = [], None, None
         try:
-            unpickler = agent_request.RequestUnpickler(base64.b64decode(request_b64), self.objects)
+            unpickler = codec.RequestUnpickler(base64.b64decode(request_b64), self.objects)
             request = unpickler.load()
             handles, graphs = request.get("release") or ((), ())
             self.handles.release(handles)
@@ -90,16 +80,16 @@ class Agent:
             known = request.get("rng_known")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                agent_context.set_rng_states(request.get("rng"))
+                set_rng_states(request.get("rng"))
                 try:
                     grad, simulated = request.get("grad"), request.get("devices")
-                    with agent_context.grad_mode(grad), agent_context.simulated_devices(simulated):
+                    with grad_mode(grad), devices.simulated_devices(simulated):
                         if request.get("record"):  # the test records this call: record it where it runs
-                            recording = self.bind_recording(now=True).Recording()
-                            with recording:
+                            recorder = self.bind_recording(now=True).Recording()
+                            with recorder:
                                 value = getattr(self, "op_" + op)(*args)
                             if op == "call":
-                                recording.check_result(value, args[1:])
+                                recorder.check_result(value, args[1:])
                         else:
                             value = getattr(self, "op_" + op)(*args)
                 finally:
@@ -108,19 +98,19 @@ class Agent:
                         if protocol.rng_fingerprint(rng) != known[1]:
                             rng_changed = rng
             answer = {"ok": True, "value": self.encode(value, data=(op == "materialize"))}
-            answer["mutated"] = agent_request.mutated(unpickler.sent, self.encode)
-            answer["grads"] = agent_request.grads_changed(unpickler.sent, self.encode)
+            answer["mutated"] = codec.mutated(unpickler.sent, self.encode)
+            answer["grads"] = codec.grads_changed(unpickler.sent, self.encode)
             if op in ("call", "operator") and request.get("grad"):
                 graph = self.graphs.keep(value, unpickler.sent)
                 if graph is not None:
                     answer["graph"] = graph
         except BaseException as exc:  # noqa: B036 - everything goes back to the grader
-            answer = {"ok": False, "error": agent_encode.encode_error(exc)}
-        if recording is not None:
-            answer["record"] = self.record_answer(recording)
+            answer = {"ok": False, "error": codec.encode_error(exc)}
+        if recorder is not None:
+            answer["record"] = self.record_answer(recorder)
         if rng_changed is not None:
             answer["rng"] = rng_changed
-        answer["warnings"] = agent_encode.encode_warnings(caught)
+        answer["warnings"] = codec.encode_warnings(caught)
         return json.dumps(answer)
 
     # ---- operations: what a proxy, the session or the autograd bridge asks ---------------------
@@ -162,13 +152,13 @@ class Agent:
         return item in self.objects[handle]
 
     def op_repr(self, handle):
-        return repr(self.objects[handle])[: agent_encode.MAX_STRING]
+        return repr(self.objects[handle])[: codec.MAX_STRING]
 
     def op_str(self, handle):
-        return str(self.objects[handle])[: agent_encode.MAX_STRING]
+        return str(self.objects[handle])[: codec.MAX_STRING]
 
     def op_format(self, handle, spec):
-        return format(self.objects[handle], spec)[: agent_encode.MAX_STRING]
+        return format(self.objects[handle], spec)[: codec.MAX_STRING]
 
     def op_dir(self, handle):
         return [str(name) for name in dir(self.objects[handle])]
@@ -196,7 +186,7 @@ class Agent:
         return None
 
     def op_devices(self):
-        return agent_context.device_answers()
+        return devices.device_answers()
 
     def op_imports(self, statement):
         """Run one of the instructor's import statements here (pyplot: its state lives with the figures)."""
@@ -207,3 +197,32 @@ class Agent:
 
     def op_backward(self, number, grads):
         return self.graphs.backward(number, grads)
+
+
+# ---- the context of one call: gradient mode, random states ---------------------------------------
+
+
+def grad_mode(enabled):
+    """torch's gradient mode as the grader's, for one call (nothing if torch is not imported here)."""
+    torch = sys.modules.get("torch")
+    if torch is None or enabled is None:
+        return contextlib.nullcontext()
+    return torch.set_grad_enabled(bool(enabled))
+
+
+def set_rng_states(states):
+    """Set the random states of torch, numpy and ``random`` (those imported here) from protocol.rng_states's form."""
+    if not states:
+        return
+    torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
+    if "torch" in states and torch is not None:
+        torch.set_rng_state(torch.frombuffer(bytearray(base64.b64decode(states["torch"])), dtype=torch.uint8))
+    if "numpy" in states and np is not None:
+        raw, pos, has_gauss, gauss = states["numpy"]
+        np.random.set_state(("MT19937", np.frombuffer(base64.b64decode(raw), dtype="<u4").copy(), pos, has_gauss,
+                             gauss))  # fmt: skip
+    if "random" in states and "random" in sys.modules:
+        import array
+
+        raw, pos, gauss = states["random"]
+        sys.modules["random"].setstate((3, tuple(array.array("I", base64.b64decode(raw))) + (pos,), gauss))

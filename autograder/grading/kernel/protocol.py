@@ -1,7 +1,7 @@
-"""What both sides of the call protocol must agree on (standard library only).
+"""What both sides of the call protocol must agree on (standard library only; no partner: both use it).
 
-The grader imports this module; the runner sends its source into the student's kernel,
-where the agent's modules (agent*.py) use the same functions. So the formats below exist once:
+The grader imports this module; startup.py sends its source into the student's kernel,
+where the agent's modules (this package) use the same functions. So the formats below exist once:
 
 - a request: ``{"op", "args", "grad", "devices", "rng", "rng_known", "release"}``, pickled
   by the grader (arrays and tensors as persistent ids carrying raw bytes, proxies as handle

@@ -1,6 +1,6 @@
-"""The student's side of the autograd bridge: graphs kept for the grader's backward.
+"""The kernel's side of the autograd bridge (its partner in the grader: ../autograd.py): kept graphs.
 
-Runs in the student's kernel (sent there as source by runner.py). When a call made with gradients
+Runs in the student's kernel (sent there as source by startup.py). When a call made with gradients
 enabled returns tensors that require grad, :meth:`Graphs.keep` keeps them (with this side's copies
 of the grader's tensors that went in) and describes the graph to the grader, whose autograd.py
 makes it a node of the grader's graph. That node's backward becomes a ``backward`` request:
@@ -10,8 +10,8 @@ returns the gradients of the grader's inputs. A graph lives until the grader dro
 
 import sys
 
-if __name__.startswith("autograder."):  # in the grader; in the kernel, runner.py provides the module
-    from autograder.grading import protocol
+if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the module
+    from autograder.grading.kernel import protocol
 
 
 class Graphs:
@@ -26,7 +26,7 @@ class Graphs:
     def keep(self, value, sent):
         """If the result carries an autograd graph, keep it: ``[number, outputs, the grader's inputs]`` or None.
 
-        ``sent``: the request's arrays and tensors, number -> [object here, ...] (agent_request.py)."""
+        ``sent``: the request's arrays and tensors, number -> [object here, ...] (codec.py)."""
         torch = sys.modules.get("torch")
         if torch is None:
             return None

@@ -1,0 +1,204 @@
+"""The jail a sandboxed kernel runs in: namespaces, a user of its own, limits (sandbox.py starts it).
+
+As root, the kernel is started as::
+
+    unshare --net --pid --mount --ipc --uts --fork --kill-child=SIGKILL
+      sh -c SETUP            # pid 1 of the new namespaces, still root
+        chroot /jail setpriv --reuid UID ... prlimit ... env -i ... python -m ipykernel_launcher
+
+SETUP (:func:`setup_script`) builds a jail on a fresh tmpfs that exists only in the sandbox's mount
+namespace, and bind-mounts into it read-only exactly what the kernel needs (:func:`read_only_binds`):
+``/usr``, ``/etc``, the Python installation, the virtual environment and the student package
+``attention_course``; then it ``pivot_root``s into it and detaches the old root. The repository
+(``solutions/``, ``autograder/``, other students' files, the gradebook) is not in the namespace at
+all. ``/tmp`` (the kernel's working directory and ``HOME``) is the submission's scratch folder.
+
+The kernel runs as an unprivileged user of its own (one uid per parallel job, ``UID_BASE`` + job,
+so that one job's processes count neither against another's limits nor can signal them), with no
+capabilities, ``no_new_privs``, and rlimits on address space, processes, file size and CPU time
+(:class:`Limits`). Where the cgroup hierarchy is writable, a memory and pids cgroup per job adds
+hard limits on the whole process tree (:class:`CGroups`). :func:`sandbox_problem` says why no such
+jail can be built on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+UID_BASE = 62000  # the sandbox of parallel job N runs as uid/gid UID_BASE + N
+
+
+def sandbox_problem() -> str | None:
+    """Why a real sandbox cannot be built on this machine, or None when it can."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "the sandbox needs root (unshare, mount, setpriv); run as root or pass --unsafe-no-sandbox"
+    for tool in ("unshare", "setpriv", "prlimit", "chroot", "mount", "umount"):
+        if shutil.which(tool) is None:
+            return f"the sandbox needs `{tool}` (util-linux/coreutils); install it or pass --unsafe-no-sandbox"
+    probe = subprocess.run(["unshare", "--net", "--pid", "--mount", "--ipc", "--fork", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return f"unshare cannot create namespaces here ({probe.stderr.decode(errors='replace').strip()[:200]})"
+    return None
+
+
+@dataclass
+class Limits:
+    """Resource limits of one sandbox."""
+
+    memory_mb: int = 4096  # address space of each process (RLIMIT_AS); the cgroup's memory limit
+    processes: int = 64  # RLIMIT_NPROC of the sandbox user (threads count too); the cgroup's pids.max
+    file_mb: int = 64  # largest file a process may write (RLIMIT_FSIZE)
+    scratch_mb: int = 256  # size of the scratch tmpfs
+    cpu_s: int = 900  # CPU seconds per process (RLIMIT_CPU), a backstop to the wall-clock limit
+    output_bytes: int = 2 << 20  # output kept per notebook (text and images); the rest is dropped
+
+
+class CGroups:
+    """Memory, pids and cpu cgroups for one job, when the hierarchy is writable (v1 or v2).
+
+    The cpu group gives every sandbox the same share of the processors however many
+    processes it runs: a fork bomb slows down only itself.
+    """
+
+    def __init__(self, name: str, limits: Limits):
+        self.dirs: list[Path] = []
+        self.oom_file: Path | None = None
+        base = Path("/sys/fs/cgroup")
+        wanted = {
+            "memory": ("memory.limit_in_bytes", str(limits.memory_mb << 20)),
+            "pids": ("pids.max", str(limits.processes)),
+            "cpu": ("cpu.shares", "1024"),
+        }
+        if (base / "cgroup.controllers").exists():  # v2
+            try:
+                path = base / name
+                path.mkdir(exist_ok=True)
+                (path / "memory.max").write_text(str(limits.memory_mb << 20))
+                (path / "pids.max").write_text(str(limits.processes))
+                self.dirs.append(path)
+                self.oom_file = path / "memory.events"
+            except OSError:
+                pass
+            return
+        for controller, (knob, value) in wanted.items():  # v1
+            try:
+                path = base / controller / name
+                path.mkdir(parents=True, exist_ok=True)
+                (path / knob).write_text(value)
+                self.dirs.append(path)
+                if controller == "memory":
+                    self.oom_file = path / "memory.oom_control"
+            except OSError:
+                continue
+
+    def join_commands(self) -> str:
+        return "".join(f"echo 0 > {shlex.quote(str(d / 'cgroup.procs'))}\n" for d in self.dirs)
+
+    def oom_killed(self) -> bool:
+        try:
+            for line in self.oom_file.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and int(value) > 0:
+                    return True
+        except (OSError, AttributeError, ValueError):
+            pass
+        return False
+
+    def kill_and_remove(self) -> None:
+        for path in self.dirs:
+            for _ in range(50):
+                try:
+                    pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                time.sleep(0.02)
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+
+
+def read_only_binds() -> list[str]:
+    """Host paths the kernel needs, read-only: the system, Python, the venv, the course package."""
+    import importlib.util
+
+    paths = ["/usr", "/etc", sys.base_prefix, sys.prefix]
+    spec = importlib.util.find_spec("attention_course")
+    if spec and spec.submodule_search_locations:
+        paths.extend(spec.submodule_search_locations)
+    unique = []
+    for path in paths:
+        path = os.path.realpath(path)
+        if os.path.isdir(path) and path not in unique and not any(path.startswith(p + "/") for p in unique):
+            unique.append(path)
+    return unique
+
+
+def setup_script(root: Path, scratch: Path, uid: int, limits: Limits, cgroups: CGroups, command: list[str]) -> str:
+    """The shell script run as pid 1 (root) of the new namespaces: build the jail, drop, run.
+
+    The jail is ``ROOT/jail`` on a fresh tmpfs. After ``pivot_root`` into ROOT and a lazy
+    unmount of the old root, the host's file system is no longer in the namespace at all;
+    the kernel then runs chrooted in the jail (a chrooted process may not create user
+    namespaces, which keeps it without any capability).
+    """
+    q = shlex.quote
+    lines = ["set -e", cgroups.join_commands(), f"R={q(str(root))}", 'J="$R/jail"']
+    lines.append('mount -t tmpfs -o mode=755,size=4m tmpfs "$R"')
+    lines.append('mkdir -p "$J/proc" "$J/dev/shm" "$J/tmp"')
+    # The scratch folder first: a venv or checkout that lives under the host's /tmp is then
+    # mounted inside it below, instead of being hidden by it.
+    lines.append(f'mount --bind {q(str(scratch))} "$J/tmp"')
+    lines.append(f'mount --bind {q(str(scratch / ".shm"))} "$J/dev/shm"')
+    for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"), ("sbin", "usr/sbin")):
+        if os.path.islink(f"/{link}"):
+            lines.append(f'ln -s {target} "$J/{link}"')
+    for path in read_only_binds():
+        lines.append(f'mkdir -p "$J"{q(path)} && mount --bind {q(path)} "$J"{q(path)}')
+        lines.append(f'mount -o remount,bind,ro,nosuid,nodev "$J"{q(path)}')
+    for node in ("null", "zero", "random", "urandom"):
+        lines.append(f'touch "$J/dev/{node}" && mount --bind /dev/{node} "$J/dev/{node}"')
+    lines.append('mount -t proc -o nosuid,nodev,noexec proc "$J/proc"')
+    # enough outside the jail to run the last commands, then swap the roots and drop the old one
+    lines += [f'ln -s jail/{d} "$R/{d}"' for d in ("usr", "bin", "lib", "lib64", "sbin", "proc")]
+    lines += ['cd "$R"', "mkdir .old", "pivot_root . .old", "cd /", "umount -l /.old", "rmdir /.old"]
+    env = {
+        "HOME": "/tmp",
+        "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "MPLCONFIGDIR": "/tmp/.mpl",
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2",
+    }
+    drop = [
+        "chroot", "/jail",
+        "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+        "/usr/bin/prlimit", f"--as={limits.memory_mb << 20}", f"--nproc={limits.processes}",
+        f"--fsize={limits.file_mb << 20}", f"--cpu={limits.cpu_s}", "--core=0", "--",
+        "/usr/bin/env", "-i", "-C", "/tmp", *(f"{k}={v}" for k, v in env.items()),
+    ]  # fmt: skip
+    # pid 1 stays a root shell that waits: when the kernel exits, the namespace goes with it
+    lines.append(" ".join(q(part) for part in drop + command))
+    return "\n".join(line for line in lines if line)
