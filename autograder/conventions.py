@@ -125,10 +125,12 @@ def without_regions(source: str) -> str:
 
 
 def inside_and_outside(cells) -> tuple[set[str], list[str]]:
-    """(normalised lines inside marked regions, normalised lines outside them) of some cells."""
+    """(normalised lines inside marked regions, normalised lines outside them) of some cells
+    (:class:`Cell`, nbformat's or JSON's)."""
     inside, outside = set(), []
     for cell in cells:
-        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        source = cell.source if isinstance(cell, Cell) else cell["source"]
+        source = source if isinstance(source, str) else "".join(source)
         for match in REGION.finditer(source):
             inside.update(normalise(line) for line in match.group(2).splitlines())
         outside.extend(normalise(line) for line in without_regions(source).splitlines())
@@ -210,6 +212,10 @@ class Notebook:
     def total_points(self) -> float:
         """What the assignment is worth: its test cells and its written answers."""
         return sum(c.points or 0.0 for c in self.cells if c.kind in ("test", "written"))
+
+    def regions(self) -> tuple[set[str], list[str]]:
+        """(normalised lines inside marked regions, normalised lines outside them) of the notebook."""
+        return inside_and_outside(self.cells)
 
     def hidden_lines(self) -> set[str]:
         """Normalised lines of the hidden tests, long enough to matter, that appear nowhere outside a region."""
