@@ -16,7 +16,8 @@ An instructor notebook (``solutions/NN_name/NN_name.ipynb``) is nbgrader's sourc
 - **prose**: a markdown (or raw) cell without nbgrader metadata; **locked**: any other nbgrader cell.
 
 A code cell with both ``solution`` and ``grade`` (nbgrader's manually graded code answer) is no
-kind the course uses: :func:`read` refuses it, and so does an ``export`` cell with nbgrader metadata.
+kind the course uses (:func:`kind` calls it locked): :func:`read` refuses it, and an ``export``
+cell with nbgrader metadata too.
 
 :func:`read` parses a course notebook once per content (:class:`Notebook`: immutable cells with
 their kind, grade id and points, the exercises and their test cells, the assignment's grade ids and
@@ -65,6 +66,7 @@ def grade_id(cell) -> str | None:
 def kind(cell) -> str:
     """The cell's kind (one of :data:`KINDS`), by the rules of this module's docstring."""
     meta, cell_type = nbgrader(cell), cell["cell_type"]
+    metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
     solution, grade = bool(meta.get("solution")), bool(meta.get("grade"))
     if cell_type == "code" and solution and not grade:
         return "answer"
@@ -74,10 +76,10 @@ def kind(cell) -> str:
         return "written"
     if cell_type == "markdown" and meta.get("task"):
         return "rubric"
-    if "nbgrader" in cell.get("metadata", {}):
+    if "nbgrader" in metadata:
         return "locked"
     if cell_type == "code":
-        return "export" if "export" in cell.get("metadata", {}).get("tags", []) else "demo"
+        return "export" if "export" in metadata.get("tags", []) else "demo"
     return "prose"
 
 
