@@ -9,10 +9,11 @@
     grading/     the class grader (``grade``): sandboxed student code, tests in the grader
     reference/   GENERATED reference modules that the hidden tests import (never edit)
 
-and what both parts share: ``course.py`` (where things live), ``conventions.py`` (the notebook
-conventions: markers, regions, secret lines, cell kinds), ``nbgrader_course.py`` and
-``nbgrader_config.py`` (the course as an nbgrader course). Runtime state lives outside the
-package: the execution cache and books in ``_build/``, a class's grading in ``_grading/``.
+and what both parts share: ``course.py`` (where things live), ``conventions.py`` (the course
+notebook: cell kinds, markers, regions, secret lines, and the one parsed model of a notebook
+that every reader uses), ``nbgrader_course.py`` and ``nbgrader_config.py`` (the course as an
+nbgrader course). Runtime state lives outside the package: the execution cache and books in
+``_build/``, a class's grading in ``_grading/``.
 
 Nothing here is imported by student notebooks; keep this module free of heavy imports.
 """

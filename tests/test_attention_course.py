@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import attention_course  # noqa: E402
 from attention_course import BOS_ID, EOS_ID, PAD_ID, copy_task, reversal_task, token_vocabulary  # noqa: E402
 from attention_course.plotting import ATTENTION_CMAP, plot_matrices  # noqa: E402
-from autograder import course  # noqa: E402
+from autograder import conventions, course  # noqa: E402
 
 
 def test_special_ids_are_distinct_and_first():
@@ -78,13 +78,9 @@ def test_plot_matrices_rejects_bad_input():
 def _graded_names() -> set[str]:
     names = set()
     for assignment in course.assignments():
-        import nbformat
-
-        for cell in nbformat.read(course.solution_notebook(assignment), as_version=4).cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
-                tree = ast.parse(cell.source)
-                names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        for cell in conventions.instructor(assignment).answers.values():
+            tree = ast.parse(cell.source)
+            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     return names
 
 

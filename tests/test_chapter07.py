@@ -19,8 +19,8 @@ import torch.nn.functional as F
 
 from attention_course import assets
 from attention_course.data import BOS_ID, PAD_ID
-from autograder import course
-from autograder.conventions import SOLUTION, is_answer_cell, is_demo_cell, normalise, without_markers
+from autograder import conventions, course
+from autograder.conventions import SOLUTION, is_demo_cell, normalise, without_markers
 from autograder.reference import ch05_gpu_training as ch05
 from autograder.reference import ch07_transformer as ch07
 
@@ -30,17 +30,12 @@ def _cells(assignment):
 
 
 def test_the_pasted_chapter04_code_is_chapter04s_reference():
-    (paste,) = [
-        c
-        for c in _cells("07_transformer")
-        if c.metadata.get("nbgrader", {}).get("grade_id") == "your_chapter04_attention"
-    ]
+    paste = conventions.instructor("07_transformer").by_grade_id["your_chapter04_attention"]
     region = re.search(re.escape(SOLUTION[0]) + r"\n(.*?)\n" + re.escape(SOLUTION[1]), paste.source, re.DOTALL)
     assert region, "the paste cell has no solution region"
     ch04 = {
-        c.metadata.nbgrader.grade_id: without_markers(c.source).strip()
-        for c in _cells("04_qkv_variants")
-        if is_answer_cell(c)
+        grade_id: without_markers(c.source).strip()
+        for grade_id, c in conventions.instructor("04_qkv_variants").answers.items()
     }
     expected = "\n\n\n".join(ch04[name] for name in ("dot_score", "scaled_dot_product_attention", "MultiHeadAttention"))
     assert normalise(region.group(1)) == normalise(expected), (

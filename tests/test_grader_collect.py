@@ -14,6 +14,7 @@ import nbformat
 import pytest
 from grader_zoo import BASE, _bytes, _index, reference, stub, zoo
 
+from autograder.conventions import nbgrader
 from autograder.grading.collect import collect, safe_student_id
 from autograder.grading.sanitize import load_template, prepare
 
@@ -96,7 +97,7 @@ def test_encoding_kernel_and_suspicious_code_are_noted(cases):
 
 def test_points_come_from_the_instructor_not_the_submission(cases):
     plan = _plan(cases["edited_tests"])  # its test cells claim 100 points each
-    points = {s.grade_id: s.cell.metadata["nbgrader"]["points"] for s in plan.steps if s.kind == "test"}
+    points = {s.grade_id: nbgrader(s.cell)["points"] for s in plan.steps if s.kind == "test"}
     assert max(points.values()) <= 2
 
 

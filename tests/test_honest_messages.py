@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from autograder import course
-from autograder.conventions import is_test_cell
+from autograder.conventions import grade_id, is_test_cell
 
 # Chapters known to break the rule, each fixed by its chapter's author, who then removes it here
 # (the test is a strict xfail for them: it fails as soon as the chapter is fixed, as a reminder).
@@ -69,7 +69,7 @@ def violations(nb) -> list[str]:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        where = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+        where = grade_id(cell) or cell.get("id")
         if is_test_cell(cell):
             found += [f"test cell {where} prints on success: {call}" for call in printing_calls(cell.source)]
         found += [f"cell {where} announces a verdict: {text!r}" for text in verdict_strings(cell.source)]

@@ -5,6 +5,8 @@
   is still two modules that need each other);
 - every shipped data file is listed, with the command that makes it, in ``attention_course/assets/__init__.py``,
   and every program of ``experiments/`` in ``experiments/__init__.py``;
+- only the model of the course notebook (``autograder/conventions.py``) reads nbgrader's cell
+  metadata, apart from a short list of exceptions, each with its reason (``METADATA_READERS``);
 - README stays a guide a newcomer reads in minutes (at most 200 lines; what it leaves out lives in
   the guides it links to: ``solutions/README.md``, ``tests/README.md``, ``autograder/GRADING.md``,
   ``deploy/README.md``).
@@ -120,3 +122,77 @@ def test_every_shipped_file_and_every_program_is_listed():
     programs = sorted(p.stem for p in (course.ROOT / "experiments").glob("*.py") if p.stem != "__init__")
     unlisted = [name for name in programs if f":mod:`experiments.{name}`" not in experiments.__doc__]
     assert not unlisted, f"experiments/__init__.py does not list: {unlisted}"
+
+
+# ---- one reader of nbgrader's cell metadata -------------------------------------------------------------
+
+# Where reading nbgrader's cell metadata directly is allowed ("path" or "path::top-level function"), and why.
+METADATA_READERS = {
+    "autograder/conventions.py": "the model of the course notebook: the one reader",
+    "autograder/grading/sanitize.py::parse": "a submission's own metadata, read once and distrusted (never the "
+    "instructor's notebook)",
+    "tests/grader_zoo.py::zoo": "forges hostile submissions (test cells that claim 100 points)",
+    "tests/test_hub_end_to_end.py": "checks that nbgrader's exchange hands the metadata back as nbgrader wrote it",
+}
+
+
+def metadata_reads(source: str, filename: str = "<snippet>") -> list[tuple[int, str]]:
+    """(line, enclosing top-level function or "") of each place ``source`` reads nbgrader's cell metadata
+    itself: ``x["nbgrader"]`` (not as an assignment target), ``x.get("nbgrader")``, ``"nbgrader" in x``,
+    ``x.metadata.nbgrader``. Writing it (a test building a notebook) is no read."""
+    found = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if function == "" and isinstance(child, (ast.FunctionDef, ast.ClassDef)) else function
+            if (
+                (isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Load) and _is_key(child.slice))
+                or (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                    and child.func.attr == "get" and child.args and _is_key(child.args[0]))
+                or (isinstance(child, ast.Compare) and _is_key(child.left)
+                    and isinstance(child.ops[0], (ast.In, ast.NotIn)))
+                or (isinstance(child, ast.Attribute) and child.attr == "nbgrader"
+                    and isinstance(child.value, ast.Attribute) and child.value.attr == "metadata")
+            ):  # fmt: skip
+                found.append((child.lineno, inner))
+            visit(child, inner)
+
+    visit(ast.parse(source, filename), "")
+    return found
+
+
+def _is_key(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "nbgrader"
+
+
+def test_the_metadata_finder_finds_a_direct_read():
+    """Negative control: each way of reading the metadata is found, in the function that does it; writing is not."""
+    snippet = (
+        "def ids(nb):\n"
+        '    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]\n'
+        "def points(cell):\n"
+        '    return cell.get("metadata", {}).get("nbgrader", {}).get("points")\n'
+        "locked = cell.metadata.nbgrader.locked\n"
+        'cell.metadata["nbgrader"] = {"grade_id": "f", "solution": True}\n'
+        'template.nbgrader("GET", "/assignments")\n'
+    )
+    assert metadata_reads(snippet) == [(2, "ids"), (2, "ids"), (4, "points"), (5, "")]
+
+
+def test_only_the_model_reads_nbgrader_metadata():
+    """Every reader of a course notebook goes through autograder.conventions (kind, grade_id, read)."""
+    offenders, used = [], set()
+    for package in (*PACKAGES, "scripts", "tests"):
+        for path in sorted((course.ROOT / package).rglob("*.py")):
+            relative = path.relative_to(course.ROOT).as_posix()
+            for line, function in metadata_reads(path.read_text(), relative):
+                allowed = {relative, f"{relative}::{function}"} & set(METADATA_READERS)
+                used |= allowed
+                if not allowed:
+                    offenders.append(f"{relative}:{line}")
+    assert not offenders, (
+        "these read nbgrader's cell metadata themselves; use autograder.conventions (kind, grade_id, "
+        f"read/instructor for a course notebook), or add the file to METADATA_READERS with the reason: {offenders}"
+    )
+    stale = sorted(set(METADATA_READERS) - used)
+    assert not stale, f"METADATA_READERS allows what no longer reads the metadata: remove {stale}"

@@ -12,19 +12,17 @@ import json
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from autograder import course
-from autograder.conventions import inside_and_outside, secret_lines
+from autograder import conventions, course
 from autograder.conventions import normalise as _normalise
+from autograder.conventions import secret_lines
 
 
 def _regions_and_rest(assignment: str) -> tuple[set[str], str]:
     """(lines inside marked regions, all text outside them) of one instructor notebook."""
-    nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    inside, outside = inside_and_outside(nb.cells)
+    inside, outside = conventions.instructor(assignment).regions()
     return inside, "\n".join(outside)
 
 

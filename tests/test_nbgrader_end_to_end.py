@@ -24,8 +24,8 @@ import pytest
 from bs4 import BeautifulSoup
 from chapter_matrix import runs
 
-from autograder import course
-from autograder.conventions import HIDDEN_REGION, MARK_SCHEME_REGION, inside_and_outside, normalise, secret_lines
+from autograder import conventions, course
+from autograder.conventions import HIDDEN_REGION, MARK_SCHEME_REGION, normalise, secret_lines
 from autograder.nbgrader_course import nbgrader_environment, scratch_course
 
 
@@ -116,13 +116,12 @@ def _instructor_only_lines(assignment: str) -> tuple[list[str], list[str]]:
     """(rubric elements, hidden-test lines) of the instructor notebook that appear neither outside its
     marked regions nor in the student notebook, normalised, long enough to matter
     (autograder.conventions.secret_lines)."""
-    nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
+    nb = conventions.instructor(assignment)
     rubric, hidden = [], []
     for cell in nb.cells:
         for match in MARK_SCHEME_REGION.finditer(cell.source):
             rubric += [normalise(line.lstrip("- ")) for line in match.group(1).splitlines()]
         for match in HIDDEN_REGION.finditer(cell.source):
             hidden += [normalise(line) for line in match.group(1).splitlines()]
-    released = nbformat.read(course.student_notebook(assignment), as_version=4)
-    public = "\n".join(inside_and_outside(nb.cells)[1] + inside_and_outside(released.cells)[1])
+    public = "\n".join(nb.regions()[1] + conventions.student(assignment).regions()[1])
     return sorted(secret_lines(set(rubric), public)), sorted(secret_lines(set(hidden), public))

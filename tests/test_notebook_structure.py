@@ -8,18 +8,10 @@ import ast
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from autograder import course
-from autograder.conventions import (
-    HIDDEN_TESTS,
-    MARK_SCHEME_REGION,
-    SOLUTION,
-    is_answer_cell,
-    is_test_cell,
-    is_written_answer,
-)
+from autograder import conventions, course
+from autograder.conventions import HIDDEN_TESTS, MARK_SCHEME_REGION, SOLUTION
 
 CONTRACT = course.SOLUTIONS / "EXERCISES.md"  # the course's own contract (always present)
 SHARED_CONTRACT = course.ROOT.parent / "shared" / "EXERCISES.md"  # the team's catalogue (optional)
@@ -66,14 +58,14 @@ def test_the_contract_agrees_with_the_shared_catalogue():
             )
 
 
-def _cells(assignment):
-    return nbformat.read(course.solution_notebook(assignment), as_version=4).cells
+def _cells(assignment) -> tuple[conventions.Cell, ...]:
+    return conventions.instructor(assignment).cells
 
 
 def _exercises(assignment) -> dict[str, ast.AST]:
     found = {}
     for cell in _cells(assignment):
-        if is_answer_cell(cell):
+        if cell.kind == "answer":
             for node in ast.parse(cell.source).body:
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                     found[node.name] = node
@@ -91,23 +83,21 @@ def test_exercises_match_the_contract(assignment):
 
 def test_each_exercise_has_a_docstring_and_visible_and_hidden_tests(assignment):
     cells = _cells(assignment)
-    grade_ids = [c.metadata["nbgrader"]["grade_id"] for c in cells if "nbgrader" in c.metadata]
+    grade_ids = [c.grade_id for c in cells if c.kind not in ("export", "demo", "prose")]  # the nbgrader cells
+    assert None not in grade_ids, f"an nbgrader cell of {assignment} has no grade_id"
     assert len(grade_ids) == len(set(grade_ids)), f"duplicate grade_ids in {assignment}"
     for name, node in _exercises(assignment).items():
         assert ast.get_docstring(node), f"exercise {name} needs a docstring stating shapes"
         for kind in ("visible", "hidden"):
             assert f"{name}_{kind}" in grade_ids, f"exercise {name} has no test cell {name}_{kind}"
     for cell in cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") and not meta.get("solution"):
-            assert meta.get("locked") and meta.get("points", 0) > 0, (
-                f"{meta['grade_id']} must be locked and worth points"
-            )
+        if cell.kind == "test":
+            assert cell.locked and (cell.points or 0) > 0, f"{cell.grade_id} must be locked and worth points"
             assert ast.get_docstring(ast.parse(cell.source.split(HIDDEN_TESTS[0])[0])), (
-                f"{meta['grade_id']} should start with a docstring saying what it checks"
+                f"{cell.grade_id} should start with a docstring saying what it checks"
             )
-            if meta["grade_id"].endswith("_hidden"):
-                assert HIDDEN_TESTS[0] in cell.source, f"{meta['grade_id']} has no hidden tests"
+            if cell.grade_id.endswith("_hidden"):
+                assert HIDDEN_TESTS[0] in cell.source, f"{cell.grade_id} has no hidden tests"
 
 
 RUBRIC_LINE = re.compile(r"^- (\d+(?:\.\d+)?) points?: \S", re.MULTILINE)
@@ -120,7 +110,7 @@ CONVENTION = (
 
 
 def _written_answers(cells) -> list[int]:
-    return [i for i, c in enumerate(cells) if is_written_answer(c)]
+    return [i for i, c in enumerate(cells) if c.kind == "written"]
 
 
 def test_one_or_two_written_questions(assignment):
@@ -134,26 +124,24 @@ def test_written_questions_have_a_rubric(assignment):
     cells = _cells(assignment)
     for i in _written_answers(cells):
         answer = cells[i]
-        meta = answer.metadata["nbgrader"]
         source = answer.source.strip()
         assert source.startswith(SOLUTION[0]) and source.endswith(SOLUTION[1]), (
-            f"{meta['grade_id']}: the answer cell must hold only the solution markers and a model answer ({CONVENTION})"
+            f"{answer.grade_id}: the answer cell must hold only the solution markers and a model answer ({CONVENTION})"
         )
         question = cells[i - 1]
-        qmeta = question.metadata.get("nbgrader", {})
-        assert question.cell_type == "markdown" and qmeta.get("task"), (
-            f"{meta['grade_id']}: the cell before the answer must be the question as a task cell ({CONVENTION})"
+        assert question.kind == "rubric", (
+            f"{answer.grade_id}: the cell before the answer must be the question as a task cell ({CONVENTION})"
         )
-        rubric_id = f"{meta['grade_id']}_rubric"
-        assert qmeta.get("locked") and qmeta.get("points") == 0 and qmeta.get("grade_id") == rubric_id, (
-            f"{meta['grade_id']}: the question cell needs locked: true, points: 0, grade_id "
-            f"'{meta['grade_id']}_rubric'; got {qmeta} ({CONVENTION})"
+        rubric_id = f"{answer.grade_id}_rubric"
+        assert question.locked and question.points == 0 and question.grade_id == rubric_id, (
+            f"{answer.grade_id}: the question cell needs locked: true, points: 0, grade_id '{rubric_id}'; got "
+            f"locked: {question.locked}, points: {question.points}, grade_id: {question.grade_id!r} ({CONVENTION})"
         )
         scheme = MARK_SCHEME_REGION.search(question.source)
-        assert scheme, f"{meta['grade_id']}: no mark-scheme region in the question cell ({CONVENTION})"
+        assert scheme, f"{answer.grade_id}: no mark-scheme region in the question cell ({CONVENTION})"
         total = sum(float(points) for points in RUBRIC_LINE.findall(scheme.group(1)))
-        assert total == meta["points"], (
-            f"{meta['grade_id']}: the rubric's points add up to {total:g}, the answer is worth {meta['points']:g}"
+        assert total == answer.points, (
+            f"{answer.grade_id}: the rubric's points add up to {total:g}, the answer is worth {answer.points:g}"
         )
 
 
@@ -162,7 +150,7 @@ def test_written_question_ids_are_unique_across_the_course():
     for assignment in course.assignments():
         cells = _cells(assignment)
         for i in _written_answers(cells):
-            grade_id = cells[i].metadata["nbgrader"]["grade_id"]
+            grade_id = cells[i].grade_id
             assert grade_id not in seen, f"written question {grade_id!r} is in both {seen[grade_id]} and {assignment}"
             seen[grade_id] = assignment
 
@@ -185,11 +173,10 @@ def test_student_test_cells_are_short(assignment):
     """Validate's dialog shows a failing test cell's whole source before its message, in a small box: every
     test cell of the student notebook is at most 30 lines, so that a failure reads as a few lines and one
     message (the helpers a test needs live in attention_course.checks, where a student can read them)."""
-    nb = nbformat.read(course.student_notebook(assignment), as_version=4)
     too_long = {
-        cell.metadata["nbgrader"]["grade_id"]: len(cell.source.splitlines())
-        for cell in nb.cells
-        if is_test_cell(cell) and len(cell.source.splitlines()) > MAX_TEST_CELL_LINES
+        grade_id: len(cell.source.splitlines())
+        for grade_id, cell in conventions.student(assignment).tests.items()
+        if len(cell.source.splitlines()) > MAX_TEST_CELL_LINES
     }
     assert not too_long, (
         f"{assignment}: test cells over {MAX_TEST_CELL_LINES} lines (grade id: lines): {too_long}; move their "

@@ -27,8 +27,8 @@ import pytest
 from course_venv import KERNEL, build_wheel, clean_env, fresh_venv
 from test_leaks import _leaks_in, secrets
 
-from autograder import course
-from autograder.conventions import SOLUTION, is_answer_cell, without_markers
+from autograder import conventions, course
+from autograder.conventions import SOLUTION, grade_id, is_answer_cell, without_markers
 
 CELL_TIMEOUT_S = 600
 # The kernel talks over Unix sockets in a folder of its own: two runs starting kernels at the same moment
@@ -119,12 +119,11 @@ def test_wheel_holds_no_secret(wheel, tmp_path):
 def filled_in(assignment: str) -> nbformat.NotebookNode:
     """The student notebook with each answer cell replaced by the instructor's solution."""
     student = nbformat.read(course.student_notebook(assignment), as_version=4)
-    solution = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells if is_answer_cell(c)}
+    answers = {exercise: c.source for exercise, c in conventions.instructor(assignment).answers.items()}
     filled = 0
     for cell in student.cells:
         if is_answer_cell(cell):
-            cell.source = without_markers(answers[cell.metadata["nbgrader"]["grade_id"]], SOLUTION)
+            cell.source = without_markers(answers[grade_id(cell)], SOLUTION)
             filled += 1
     assert filled == len(answers) > 0, f"{assignment}: filled {filled} of {len(answers)} answers"
     return student

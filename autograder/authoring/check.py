@@ -31,6 +31,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
+from autograder.conventions import is_test_cell
 
 CACHE = course.BUILD / "graded"
 TIMEOUT_S = 1800  # one notebook, everything included (chapter 05 trains a small model)
@@ -73,9 +74,10 @@ def _outputs_key(notebook_path: Path) -> str:
 
 def cache_key(notebook_path: Path, assignment: str) -> str:
     """The key of a graded run: what can change the notebook's outputs, the instructor notebook
-    (the template), the student notebook and the grader's own sources."""
+    (the template), the student notebook and the grader's own sources (conventions.py included: it
+    reads the template)."""
     digest = hashlib.sha256(_outputs_key(notebook_path).encode())
-    grader = sorted((course.AUTOGRADER / "grading").rglob("*.py"))  # kernel/ too
+    grader = [course.AUTOGRADER / "conventions.py", *sorted((course.AUTOGRADER / "grading").rglob("*.py"))]  # kernel/ too
     for path in (course.solution_notebook(assignment), course.student_notebook(assignment), *grader):
         digest.update(path.name.encode())
         digest.update(path.read_bytes() if path.exists() else b"<missing>")
@@ -155,7 +157,7 @@ def errors_outside_tests(graded: Graded) -> list[str]:
         return [f"the notebook was not graded: {graded.status}"]
     problems = []
     for index, cell in enumerate(nbformat.reads(graded.notebook, as_version=4).cells):
-        if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("grade"):
+        if cell.cell_type != "code" or is_test_cell(cell):
             continue
         for output in cell.get("outputs", []):
             if output.output_type == "error":

@@ -9,21 +9,18 @@ committed file and the notebook drift apart.
 
 from __future__ import annotations
 
-import nbformat
-
-from autograder import course
-from autograder.conventions import is_answer_cell, is_export_cell, without_markers
+from autograder import conventions, course
+from autograder.conventions import without_markers
 
 
 def reference_source(assignment: str) -> str:
     """The text of ``autograder/reference/ch<assignment>.py``, derived from the notebook."""
     notebook_path = course.solution_notebook(assignment)
-    nb = nbformat.read(notebook_path, as_version=4)
     parts = []
-    for cell in nb.cells:
-        if is_export_cell(cell):
+    for cell in conventions.read(notebook_path).cells:
+        if cell.kind == "export":
             parts.append(cell.source.strip())
-        elif is_answer_cell(cell):
+        elif cell.kind == "answer":
             parts.append(without_markers(cell.source).strip())
     relative = notebook_path.relative_to(course.ROOT).as_posix()
     header = (

@@ -35,10 +35,8 @@ from dataclasses import dataclass, field
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import course
-from autograder.conventions import HIDDEN_REGION as HIDDEN
-from autograder.conventions import MIN_SECRET_LENGTH as MIN_SECRET
-from autograder.conventions import REGION as REGIONS
+from autograder import conventions, course
+from autograder.conventions import nbgrader as _template_metadata
 from autograder.conventions import normalise as _normalise
 from autograder.conventions import without_regions
 from autograder.grading.names import defined_names, import_statements
@@ -67,12 +65,6 @@ SUSPICIOUS = {
     r"|\b(record_ops|largest_created|matmuls|matmul_flops|active_recording|Recording)\s*=(?!=)",
     "the grader's agent": r"__autograder__|\b_autograder_\w+",
 }
-
-
-def _nbgrader(cell) -> dict:
-    meta = cell.get("metadata", {})
-    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return nbg if isinstance(nbg, dict) else {}
 
 
 @dataclass
@@ -115,43 +107,32 @@ class Template:
 
 @functools.cache
 def load_template(assignment: str) -> Template:
-    """The template of an assignment, from ``solutions/`` and the released ``chapters/`` notebook."""
-    nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    released = nbformat.read(course.student_notebook(assignment), as_version=4)
-    released_by_id = {_nbgrader(c).get("grade_id"): c.source for c in released.cells if _nbgrader(c).get("grade_id")}
+    """The template of an assignment: the model of its instructor notebook (autograder.conventions),
+    with the test cells as released in ``chapters/``."""
+    model, released = conventions.instructor(assignment), conventions.student(assignment)
     tests, answers, written, locked, imports = {}, {}, {}, {}, []
-    inside, outside = set(), set()
     previous_markdown = ""
-    for index, cell in enumerate(nb.cells):
-        for match in REGIONS.finditer(cell.source):
-            inside.update(_normalise(line) for line in match.group(2).splitlines())
-        outside.update(_normalise(line) for line in REGIONS.sub("", cell.source).splitlines())
-        meta = _nbgrader(cell)
-        grade_id = meta.get("grade_id")
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            tests[grade_id] = TestCell(
-                grade_id, float(meta.get("points", 0)), cell.source, released_by_id.get(grade_id, cell.source),
-                index, bool(HIDDEN.search(cell.source)),
+    for cell in model.cells:
+        if cell.kind == "test":
+            released_cell = released.by_grade_id.get(cell.grade_id)
+            tests[cell.grade_id] = TestCell(
+                cell.grade_id, cell.points or 0.0, cell.source,
+                cell.source if released_cell is None else released_cell.source, cell.index, cell.hidden,
             )  # fmt: skip
-        elif cell.cell_type == "code" and meta.get("solution"):
-            answers[grade_id] = (index, defined_names(cell.source))
-        elif cell.cell_type == "markdown" and meta.get("solution") and meta.get("grade"):
-            written[grade_id] = (index, float(meta.get("points", 0)), previous_markdown)
-        elif grade_id:
-            locked[grade_id] = index
-        if cell.cell_type == "code" and not meta.get("grade"):
+        elif cell.kind == "answer":
+            answers[cell.grade_id] = (cell.index, defined_names(cell.source))
+        elif cell.kind == "written":
+            written[cell.grade_id] = (cell.index, cell.points or 0.0, previous_markdown)
+        elif cell.grade_id:
+            locked[cell.grade_id] = cell.index
+        if cell.cell_type == "code" and cell.kind != "test":
             imports.extend(import_statements(cell.source))
-        if cell.cell_type == "markdown" and not meta.get("solution"):
+        if cell.cell_type == "markdown" and cell.kind != "written":
             previous_markdown = _normalise(without_regions(cell.source))  # as released: no rubric
-    hidden_lines = set()
-    for test in tests.values():
-        for match in HIDDEN.finditer(test.source):
-            hidden_lines.update(_normalise(line) for line in match.group(1).splitlines())
-    hidden_lines = {line for line in hidden_lines - outside if len(line) >= MIN_SECRET}
-    kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
-    indices = {_nbgrader(c)["grade_id"]: i for i, c in enumerate(nb.cells) if _nbgrader(c).get("grade_id")}
+    indices = {grade_id: cell.index for grade_id, cell in model.by_grade_id.items()}
     given = {_normalise(c.source) for c in released.cells if c.cell_type == "code"}
-    return Template(assignment, nb, tests, answers, written, locked, imports, hidden_lines, kernel, indices, given)
+    return Template(assignment, model.node(), tests, answers, written, locked, imports, model.hidden_lines(),
+                    model.kernel_name, indices, given)  # fmt: skip
 
 
 @functools.cache
@@ -335,7 +316,7 @@ def prepare(data: bytes, template: Template) -> Plan:
                 plan.flags.add("suspicious_code")
                 plan.notes.extend(f"suspicious code ({what}): {_normalise(cell['source'])[:120]}" for what in found)
             if grade_id in template.answers:
-                made.metadata["nbgrader"] = copy.deepcopy(template.cell(grade_id).metadata["nbgrader"])
+                made.metadata["nbgrader"] = copy.deepcopy(_template_metadata(template.cell(grade_id)))
                 used.add(grade_id)
                 plan.steps.append(Step("code", made, grade_id, template.answers[grade_id][0]))
             else:
@@ -343,7 +324,7 @@ def prepare(data: bytes, template: Template) -> Plan:
         elif cell["cell_type"] == "markdown":
             made = _clean_cell(cell)
             if grade_id in template.written:
-                made.metadata["nbgrader"] = copy.deepcopy(template.cell(grade_id).metadata["nbgrader"])
+                made.metadata["nbgrader"] = copy.deepcopy(_template_metadata(template.cell(grade_id)))
                 used.add(grade_id)
                 plan.steps.append(Step("written", made, grade_id, template.written[grade_id][0]))
             elif grade_id in template.locked:

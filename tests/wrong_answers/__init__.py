@@ -42,10 +42,8 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-import nbformat
-
-from autograder import course
-from autograder.conventions import is_answer_cell, is_export_cell, is_test_cell, nbgrader, without_markers
+from autograder import conventions, course
+from autograder.conventions import without_markers
 from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names
 from autograder.grading.sanitize import load_template
@@ -145,25 +143,21 @@ def _bound_names(source: str) -> set[str]:
 
 @functools.cache
 def chapter(assignment: str) -> Chapter:
-    nb = nbformat.read(course.solution_notebook(assignment), as_version=4)
-    exports = [c.source for c in nb.cells if is_export_cell(c)]
-    if len(exports) != 1:
-        raise HarnessError(f"{assignment}: expected one export cell, found {len(exports)}")
+    nb = conventions.instructor(assignment)  # the course's one reading of the notebook
+    if len(nb.exports) != 1:
+        raise HarnessError(f"{assignment}: expected one export cell, found {len(nb.exports)}")
     template = load_template(assignment)  # the grader's reading of the notebook: its trusted imports
-    result = Chapter(assignment, exports[0], [statement for statement, _ in template.imports])
+    result = Chapter(assignment, nb.exports[0].source, [statement for statement, _ in template.imports])
     for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        if is_answer_cell(cell):
-            result.answers[nbgrader(cell)["grade_id"]] = without_markers(cell.source)
-        elif is_test_cell(cell):
-            grade_id = nbgrader(cell)["grade_id"]
-            result.tests[grade_id] = cell.source
+        if cell.kind == "answer":
+            result.answers[cell.grade_id] = without_markers(cell.source)
+        elif cell.kind == "test":
+            result.tests[cell.grade_id] = cell.source
             for name in _bound_names(cell.source):
-                result.test_binds.setdefault(name, grade_id)
-        elif not is_export_cell(cell):
+                result.test_binds.setdefault(name, cell.grade_id)
+        elif cell.cell_type == "code" and cell.kind != "export":  # demo cells
             for name in _bound_names(cell.source):
-                result.demo_binds.setdefault(name, cell.get("id", "?"))
+                result.demo_binds.setdefault(name, cell.id or "?")
     return result
 
 
