@@ -22,13 +22,11 @@ one scores 0 with reason ``kernel_died``; past the notebook's time limit likewis
 from __future__ import annotations
 
 import ast
-import contextlib
 import io
 import re
 import threading
 import time
 import traceback
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +39,7 @@ from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names, loaded_names
 from autograder.grading.sandbox import CallTimeout, KernelDied, Limits, NotebookTimeout, Sandbox
 from autograder.grading.sanitize import Template, load_template, prepare
+from autograder.grading.testcell import run_test_cell
 
 _HERE = Path(__file__).parent
 
@@ -222,15 +221,8 @@ class _Grader:
             if wanted:
                 for name, value in self.session.lookup(wanted).items():
                     self.namespace[name] = self.remote_names[name] = value
-            code = compile(test.source, f"<test {step.grade_id}>", "exec")
-            with (
-                devices.sandbox_devices(self._sandbox_devices()),
-                warnings.catch_warnings(record=True),
-                contextlib.redirect_stdout(printed),
-                contextlib.redirect_stderr(printed),
-            ):
-                warnings.simplefilter("default")
-                exec(code, self.namespace)
+            with devices.sandbox_devices(self._sandbox_devices()):
+                run_test_cell(step.grade_id, test.source, self.namespace, printed)
         except CallTimeout:
             self.flags.add("timeout")
             grade.reason = "timeout"
