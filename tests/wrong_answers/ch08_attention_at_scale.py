@@ -9,10 +9,7 @@ correct way to write the answer and must pass both test cells.
 from wrong_answers import Variant
 from wrong_answers.cells import ch08 as cells
 
-# ----------------------------------------------------------------------------------------------
-# whole-cell sources used by several variants
-# ----------------------------------------------------------------------------------------------
-
+# The answers rewritten whole are in cells/ch08.py (cells.name), the others are substitutions in the reference.
 
 WRONG = [
     # Exercise 8.1
