@@ -103,6 +103,6 @@ VALID = [
         ],
     ),
     cells.rnn_step_loop_over_rows_batch_float32,
-    cells.rnn_forward_preallocated_array_filled_row_row,
-    cells.hidden_jacobian_norms_product_rebuilt_scratch_every_entry,
+    cells.rnn_forward_preallocated,
+    cells.hidden_jacobian_norms_rebuilt_per_entry,
 ]

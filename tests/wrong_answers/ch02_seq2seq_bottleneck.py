@@ -28,8 +28,8 @@ WRONG = [
         replace=[("nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)", "nn.Embedding(vocab_size, emb_dim)")],
     ),
     Variant("Encoder", "final keeps the layer axis, (1, B, d)", replace=[(ENCODER_RETURN, "return outputs, final")]),
-    cells.encoder_masking_right_final_state_but,
-    cells.encoder_forward_run_under_torch_no,
+    cells.encoder_masked_outputs_not_zeroed,
+    cells.encoder_under_no_grad,
     # Exercise 2.2, Decoder
     Variant(
         "Decoder",
@@ -51,7 +51,7 @@ WRONG = [
         ],
     ),
     Variant("Decoder", "tanh on the logits", replace=[(DECODER_RETURN, "return torch.tanh(self.out(hidden)), hidden")]),
-    cells.decoder_nn_grucell_instead_nn_gru,
+    cells.decoder_grucell,
     Variant(
         "Decoder",
         "the given state detached (hidden.detach()): no gradient flows back to the encoder",
@@ -191,11 +191,11 @@ WRONG = [
         "the fraction of all rows, not of the rows of that length",
         replace=[("hits[length] / counts[length]", "hits[length] / len(source_lengths)")],
     ),
-    cells.exact_match_length_token_accuracy_instead_exact_match,
+    cells.exact_match_token_accuracy,
 ]
 
 VALID = [
-    cells.encoder_masking_instead_packing_states_lengths,
+    cells.encoder_masking_instead_of_packing,
     Variant(
         "Decoder",
         "the new state read from the GRU's output sequence",
@@ -216,7 +216,7 @@ VALID = [
             )
         ],
     ),
-    cells.teacher_forcing_loss_log_softmax_gather_step_step,
+    cells.teacher_forcing_loss_step_by_step,
     cells.greedy_decode_lists_per_row_while_loop,
-    cells.exact_match_length_tensors_padded_common_width_compared,
+    cells.exact_match_padded_to_common_width,
 ]

@@ -258,6 +258,6 @@ VALID = [
     ),
     cells.attention_step_four_steps_written_out_inline,
     cells.attention_all_steps_einsum_split_w_c,
-    cells.batched_dot_attention_einsum_torch_where_dtype_s,
+    cells.batched_dot_attention_einsum_where,
     Variant("batched_dot_attention", "masked_fill with -1e9", replace=[('float("-inf")', "-1e9")]),
 ]

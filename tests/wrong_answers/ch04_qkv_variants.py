@@ -396,7 +396,7 @@ VALID = [
         "W applied to the keys: q (k W^T)^T",
         replace=[(GENERAL, "return q @ (k @ W.T).transpose(1, 2)")],
     ),
-    cells.additive_score_loop_over_keys_unsqueeze_instead,
+    cells.additive_score_loop_over_keys,
     Variant(
         "additive_score",
         "nn.functional.linear and einsum",
@@ -440,9 +440,9 @@ VALID = [
             )
         ],
     ),
-    cells.selfattentionqkv_projections_created_loop_setattr,
-    cells.multiheadattention_loop_over_heads_feature_slices,
-    cells.multiheadattention_view_permute_b_heads_folded,
+    cells.self_attention_qkv_setattr,
+    cells.multi_head_attention_loop_over_heads,
+    cells.multi_head_attention_view_permute,
     Variant(
         "tutorial_attention",
         "nn.functional.linear and einsum",
@@ -463,7 +463,7 @@ VALID = [
             (CONTEXT, "context = (weights[:, :, None] * encoder_outputs).sum(dim=1)"),
         ],
     ),
-    cells.channel_attention_nn_functional_linear_relu_sigmoid,
+    cells.channel_attention_functional,
     Variant(
         "channel_attention",
         "einsum, and the gate as 1 / (1 + exp(-a))",

@@ -83,7 +83,7 @@ PICK_DEVICE_WRONG = [
 ]
 
 PICK_DEVICE_VALID = [
-    cells.pick_device_parses_name_hand_answers_cuda,
+    cells.pick_device_parses_name,
 ]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ PAD_BATCH_WRONG = [
         "every length is L_max",
         replace=[("return padded, lengths", "return padded, torch.full_like(lengths, int(lengths.max()))")],
     ),
-    cells.pad_batch_pads_caller_s_lists_place,
+    cells.pad_batch_pads_in_place,
 ]
 
 PAD_BATCH_VALID = [
@@ -129,7 +129,7 @@ PAD_BATCH_VALID = [
 _GENERATOR = "generator = torch.Generator().manual_seed(seed)"
 
 BUCKETS_WRONG = [
-    cells.length_bucketed_batches_never_shuffles_ignores_shuffle_seed,
+    cells.buckets_never_shuffle,
     Variant(
         "length_bucketed_batches",
         "seeds the global random state (torch.manual_seed(seed))",
@@ -140,7 +140,7 @@ BUCKETS_WRONG = [
         "shuffles with the global random state, unseeded",
         replace=[(_GENERATOR, "generator = None")],
     ),
-    cells.length_bucketed_batches_shuffles_random_shuffle_after_random,
+    cells.buckets_random_shuffle,
     Variant(
         "length_bucketed_batches",
         "shuffles with its own generator but also calls random.seed(seed)",
@@ -179,9 +179,9 @@ BUCKETS_WRONG = [
 ]
 
 BUCKETS_VALID = [
-    cells.length_bucketed_batches_numpy_s_default_rng_stable,
-    cells.length_bucketed_batches_pure_python_random_random_seed,
-    cells.length_bucketed_batches_sorts_within_random_pools_50,
+    cells.buckets_numpy_rng,
+    cells.buckets_python_random,
+    cells.buckets_sorted_within_pools,
 ]
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -163,7 +163,7 @@ WRONG = [
         "the gradient alone, not times the input",
         replace=[(ROW, "rows.append(grad.sum(dim=-1))")],
     ),
-    cells.gradient_x_input_one_backward_pass_sum_all,
+    cells.gradient_x_input_one_backward_of_sum,
     Variant(
         "gradient_x_input",
         "requires_grad switched on for the caller's tensor itself",
@@ -182,7 +182,7 @@ WRONG = [
 ]
 
 VALID = [
-    cells.plot_attention_imshow_without_vmin_vmax_set,
+    cells.plot_attention_no_vmin_vmax,
     cells.argmax_alignment_loop_over_rows_max_range,
     Variant(
         "argmax_alignment",
@@ -197,7 +197,7 @@ VALID = [
         replace=[(ENTROPY, "return -(p * np.log(p + 1e-300)).sum(axis=1)")],
     ),
     cells.attention_entropy_torch_special_xlogy_0_log,
-    cells.occlusion_importance_list_ints_copied_edited_columns,
+    cells.occlusion_importance_list_copies,
     Variant(
         "occlusion_importance",
         "torch.where for the occluded copy, no torch.no_grad",
@@ -206,6 +206,6 @@ VALID = [
             ("            occluded[i] = replace_id\n", ""),
         ],
     ),
-    cells.gradient_x_input_torch_autograd_functional_jacobian_then,
-    cells.gradient_x_input_backward_x_grad_zeroed_between,
+    cells.gradient_x_input_jacobian,
+    cells.gradient_x_input_backward_per_row,
 ]

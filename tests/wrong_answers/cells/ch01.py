@@ -25,7 +25,7 @@ def rnn_step_loop_over_rows_batch_float32():
 
 
 @valid("rnn_forward", "a preallocated array filled row by row")
-def rnn_forward_preallocated_array_filled_row_row():
+def rnn_forward_preallocated():
     def rnn_forward(X, h0, W_xh, W_hh, b_h):
         """Run an Elman RNN over one sequence."""
         H = np.zeros((len(X), len(h0)))
@@ -36,7 +36,7 @@ def rnn_forward_preallocated_array_filled_row_row():
 
 
 @valid("hidden_jacobian_norms", "the product rebuilt from scratch for every entry, with np.diag")
-def hidden_jacobian_norms_product_rebuilt_scratch_every_entry():
+def hidden_jacobian_norms_rebuilt_per_entry():
     def hidden_jacobian_norms(X, h0, W_xh, W_hh, b_h):
         """Frobenius norms of the Jacobians of h_T with respect to h_1 .. h_T."""
         H = rnn_forward(X, h0, W_xh, W_hh, b_h)

@@ -31,7 +31,7 @@ def encoder_no_packing_gru_reads_padding():
 
 
 @wrong("Encoder", "masking: the right final state, but the padded outputs not zeroed")
-def encoder_masking_right_final_state_but():
+def encoder_masked_outputs_not_zeroed():
     class Encoder(nn.Module):
         """Embedding + GRU over a padded batch of source sequences."""
 
@@ -46,7 +46,7 @@ def encoder_masking_right_final_state_but():
 
 
 @wrong("Encoder", "forward run under torch.no_grad() (as in the demo cells): no gradient reaches the encoder")
-def encoder_forward_run_under_torch_no():
+def encoder_under_no_grad():
     class Encoder(nn.Module):
         """Embedding + GRU over a padded batch of source sequences."""
 
@@ -66,7 +66,7 @@ def encoder_forward_run_under_torch_no():
 
 
 @wrong("Decoder", "nn.GRUCell instead of nn.GRU (the weights no longer load by name)")
-def decoder_nn_grucell_instead_nn_gru():
+def decoder_grucell():
     class Decoder(nn.Module):
         """One step of a GRU decoder."""
 
@@ -82,7 +82,7 @@ def decoder_nn_grucell_instead_nn_gru():
 
 
 @wrong("exact_match_by_length", "token accuracy instead of exact match")
-def exact_match_length_token_accuracy_instead_exact_match():
+def exact_match_token_accuracy():
     def exact_match_by_length(predictions, targets, source_lengths, pad_id):
         """Per source length: the fraction of target tokens predicted right."""
         right, total = {}, {}
@@ -95,7 +95,7 @@ def exact_match_length_token_accuracy_instead_exact_match():
 
 
 @valid("Encoder", "masking instead of packing: states at lengths - 1, padded outputs zeroed")
-def encoder_masking_instead_packing_states_lengths():
+def encoder_masking_instead_of_packing():
     class Encoder(nn.Module):
         """Embedding + GRU over a padded batch of source sequences."""
 
@@ -112,7 +112,7 @@ def encoder_masking_instead_packing_states_lengths():
 
 
 @valid("teacher_forcing_loss", "log_softmax and gather, step by step, with a mask")
-def teacher_forcing_loss_log_softmax_gather_step_step():
+def teacher_forcing_loss_step_by_step():
     def teacher_forcing_loss(encoder, decoder, src, lengths, tgt, bos_id, pad_id):
         """Teacher forcing, the loss accumulated step by step."""
         _, hidden = encoder(src, lengths)
@@ -149,7 +149,7 @@ def greedy_decode_lists_per_row_while_loop():
 
 
 @valid("exact_match_by_length", "tensors padded to a common width and compared row by row")
-def exact_match_length_tensors_padded_common_width_compared():
+def exact_match_padded_to_common_width():
     def exact_match_by_length(predictions, targets, source_lengths, pad_id):
         """Exact match per source length, with tensor operations."""
         width = max(predictions.size(1), targets.size(1))

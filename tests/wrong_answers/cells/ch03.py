@@ -58,7 +58,7 @@ def attention_all_steps_einsum_split_w_c():
 
 
 @valid("batched_dot_attention", "einsum, torch.where and the dtype's smallest number")
-def batched_dot_attention_einsum_torch_where_dtype_s():
+def batched_dot_attention_einsum_where():
     def batched_dot_attention(S, H, src_mask):
         """Masked dot-product attention with einsum."""
         scores = torch.einsum("btd,bsd->bts", S, H)

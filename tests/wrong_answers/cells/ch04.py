@@ -18,7 +18,7 @@ from wrong_answers import valid
 
 
 @valid("additive_score", "a loop over the keys, unsqueeze instead of indexing")
-def additive_score_loop_over_keys_unsqueeze_instead():
+def additive_score_loop_over_keys():
     def additive_score(q, k, W_q, W_k, v):
         """Additive scores, one key at a time."""
         projected_q = q @ W_q.T  # (B, T_q, d_a)
@@ -83,7 +83,7 @@ def self_attention_einsum_softmax_written_exp():
 
 
 @valid("SelfAttentionQKV", "the projections created in a loop with setattr")
-def selfattentionqkv_projections_created_loop_setattr():
+def self_attention_qkv_setattr():
     class SelfAttentionQKV(nn.Module):
         """Projections created in a loop."""
 
@@ -98,7 +98,7 @@ def selfattentionqkv_projections_created_loop_setattr():
 
 
 @valid("MultiHeadAttention", "a loop over the heads on feature slices, torch.cat to merge")
-def multiheadattention_loop_over_heads_feature_slices():
+def multi_head_attention_loop_over_heads():
     class MultiHeadAttention(nn.Module):
         """One attention per head on its slice of the features."""
 
@@ -128,7 +128,7 @@ def multiheadattention_loop_over_heads_feature_slices():
 
 
 @valid("MultiHeadAttention", "view and permute, B and the heads folded into one batch axis")
-def multiheadattention_view_permute_b_heads_folded():
+def multi_head_attention_view_permute():
     class MultiHeadAttention(nn.Module):
         """Heads folded into the batch axis."""
 
@@ -161,7 +161,7 @@ def multiheadattention_view_permute_b_heads_folded():
 
 
 @valid("channel_attention", "nn.functional.linear, relu and sigmoid from nn.functional, a view for the broadcast")
-def channel_attention_nn_functional_linear_relu_sigmoid():
+def channel_attention_functional():
     def channel_attention(x, W1, W2):
         """Squeeze and excitation with nn.functional."""
         B, C = x.shape[:2]

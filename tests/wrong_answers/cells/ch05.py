@@ -27,7 +27,7 @@ def pick_device_available_gpu_wins_over_preference():
 
 
 @valid("pick_device", "parses the name by hand and answers cuda:0 for the default")
-def pick_device_parses_name_hand_answers_cuda():
+def pick_device_parses_name():
     def pick_device(prefer=None):
         if prefer is None:
             if torch.cuda.device_count() > 0 and torch.cuda.is_available():
@@ -47,7 +47,7 @@ def pick_device_parses_name_hand_answers_cuda():
 
 
 @wrong("pad_batch", "pads the caller's lists in place")
-def pad_batch_pads_caller_s_lists_place():
+def pad_batch_pads_in_place():
     def pad_batch(sequences, pad_id):
         rows = [list(map(int, seq)) if torch.is_tensor(seq) else seq for seq in sequences]
         lengths = torch.tensor([len(row) for row in rows], dtype=torch.long)
@@ -75,7 +75,7 @@ def pad_batch_python_lists_then_one_torch():
 
 
 @wrong("length_bucketed_batches", "never shuffles (ignores shuffle and seed)")
-def length_bucketed_batches_never_shuffles_ignores_shuffle_seed():
+def buckets_never_shuffle():
     def length_bucketed_batches(lengths, batch_size, shuffle=True, seed=0):
         lengths = [int(n) for n in lengths]
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
@@ -83,7 +83,7 @@ def length_bucketed_batches_never_shuffles_ignores_shuffle_seed():
 
 
 @wrong("length_bucketed_batches", "shuffles with random.shuffle after random.seed(seed)")
-def length_bucketed_batches_shuffles_random_shuffle_after_random():
+def buckets_random_shuffle():
     def length_bucketed_batches(lengths, batch_size, shuffle=True, seed=0):
         import random
 
@@ -100,7 +100,7 @@ def length_bucketed_batches_shuffles_random_shuffle_after_random():
 
 
 @valid("length_bucketed_batches", "NumPy's default_rng and a stable argsort")
-def length_bucketed_batches_numpy_s_default_rng_stable():
+def buckets_numpy_rng():
     def length_bucketed_batches(lengths, batch_size, shuffle=True, seed=0):
         import numpy as np
 
@@ -115,7 +115,7 @@ def length_bucketed_batches_numpy_s_default_rng_stable():
 
 
 @valid("length_bucketed_batches", "pure Python with random.Random(seed)")
-def length_bucketed_batches_pure_python_random_random_seed():
+def buckets_python_random():
     def length_bucketed_batches(lengths, batch_size, shuffle=True, seed=0):
         import random
 
@@ -134,7 +134,7 @@ def length_bucketed_batches_pure_python_random_random_seed():
 
 
 @valid("length_bucketed_batches", "sorts within random pools of 50 batches")
-def length_bucketed_batches_sorts_within_random_pools_50():
+def buckets_sorted_within_pools():
     def length_bucketed_batches(lengths, batch_size, shuffle=True, seed=0):
         lengths = torch.as_tensor(lengths).reshape(-1)
         generator = torch.Generator().manual_seed(seed)

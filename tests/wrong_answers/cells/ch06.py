@@ -16,7 +16,7 @@ from wrong_answers import valid, wrong
 
 
 @wrong("gradient_x_input", "one backward pass of the sum of all scores: every row the same")
-def gradient_x_input_one_backward_pass_sum_all():
+def gradient_x_input_one_backward_of_sum():
     def gradient_x_input(score_fn_emb, embeddings):
         """Gradient of the summed log-probabilities, times the input."""
         X = embeddings.detach().clone().requires_grad_(True)
@@ -27,7 +27,7 @@ def gradient_x_input_one_backward_pass_sum_all():
 
 
 @valid("plot_attention", "imshow without vmin/vmax, set_xticklabels, plt.colorbar")
-def plot_attention_imshow_without_vmin_vmax_set():
+def plot_attention_no_vmin_vmax():
     def plot_attention(weights, src_tokens, tgt_tokens, ax=None):
         """Draw an attention map."""
         if torch.is_tensor(weights):
@@ -82,7 +82,7 @@ def attention_entropy_torch_special_xlogy_0_log():
 
 
 @valid("occlusion_importance", "a list of ints copied and edited, the columns filled into a NumPy array")
-def occlusion_importance_list_ints_copied_edited_columns():
+def occlusion_importance_list_copies():
     def occlusion_importance(score_fn, src_ids, replace_id):
         """One forward pass per hidden position."""
         ids = [int(i) for i in src_ids]
@@ -96,7 +96,7 @@ def occlusion_importance_list_ints_copied_edited_columns():
 
 
 @valid("gradient_x_input", "torch.autograd.functional.jacobian, then einsum")
-def gradient_x_input_torch_autograd_functional_jacobian_then():
+def gradient_x_input_jacobian():
     def gradient_x_input(score_fn_emb, embeddings):
         """All rows of the Jacobian at once."""
         X = embeddings.detach().clone()
@@ -105,7 +105,7 @@ def gradient_x_input_torch_autograd_functional_jacobian_then():
 
 
 @valid("gradient_x_input", "backward() with X.grad zeroed between rows")
-def gradient_x_input_backward_x_grad_zeroed_between():
+def gradient_x_input_backward_per_row():
     def gradient_x_input(score_fn_emb, embeddings):
         """One backward pass per target token, reading X.grad."""
         X = embeddings.detach().clone().requires_grad_(True)
