@@ -75,9 +75,9 @@ def _outputs_key(notebook_path: Path) -> str:
 def cache_key(notebook_path: Path, assignment: str) -> str:
     """The key of a graded run: what can change the notebook's outputs, the instructor notebook
     (the template), the student notebook and the grader's own sources (conventions.py included: it
-    reads the template)."""
+    reads the template; grading/kernel/ too)."""
     digest = hashlib.sha256(_outputs_key(notebook_path).encode())
-    grader = [course.AUTOGRADER / "conventions.py", *sorted((course.AUTOGRADER / "grading").rglob("*.py"))]  # kernel/ too
+    grader = [course.AUTOGRADER / "conventions.py", *sorted((course.AUTOGRADER / "grading").rglob("*.py"))]
     for path in (course.solution_notebook(assignment), course.student_notebook(assignment), *grader):
         digest.update(path.name.encode())
         digest.update(path.read_bytes() if path.exists() else b"<missing>")

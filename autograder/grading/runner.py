@@ -26,7 +26,6 @@ import io
 import re
 import time
 import traceback
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout,
 from autograder.grading.sanitize import Template, load_template, prepare
 from autograder.grading.spares import SparePool
 from autograder.grading.startup import ready_sandbox
+from autograder.grading.testcell import run_test_cell
 
 MESSAGE_CHARS = 4000
 REASON_CHARS = 300
@@ -189,15 +189,8 @@ class _Grader:
             if wanted:
                 for name, value in self.session.lookup(wanted).items():
                     self.namespace[name] = self.remote_names[name] = value
-            code = compile(test.source, f"<test {step.grade_id}>", "exec")
-            with (
-                devices.sandbox_devices(self._sandbox_devices()),
-                warnings.catch_warnings(record=True),
-                contextlib.redirect_stdout(printed),
-                contextlib.redirect_stderr(printed),
-            ):
-                warnings.simplefilter("default")
-                exec(code, self.namespace)
+            with devices.sandbox_devices(self._sandbox_devices()):
+                run_test_cell(step.grade_id, test.source, self.namespace, printed)
         except CallTimeout:
             self.flags.add("timeout")
             grade.reason = "timeout"

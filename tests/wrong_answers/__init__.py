@@ -12,7 +12,12 @@ e.g. ``ch02_seq2seq_bottleneck.py``) with two lists of :class:`Variant`:
 
 A variant is the instructor's answer cell (solution markers removed) with exact substitutions
 (``replace=[(old, new), ...]``, each ``old`` occurring exactly once, so that a variant cannot
-silently stop applying when the reference changes) or rewritten whole (``source=...``).
+silently stop applying when the reference changes) or rewritten whole (``source=...``, with
+``replace`` then applied to that source). A cell rewritten whole is written as real Python, which
+ruff lints: the body of a function in ``tests/wrong_answers/cells/chNN.py`` decorated with
+:func:`wrong` or :func:`valid` (the exercise and what the student did, next to the code), which
+turns it into the :class:`Variant` whose source is the function's body (:func:`cell_text`); the
+chapter's file lists it in ``WRONG`` or ``VALID`` in its place among the others.
 
 :func:`run` executes, in this process and without a kernel, what a student's notebook holds
 when it reaches the exercise's tests: the export cell, the import statements of the other code
@@ -36,10 +41,11 @@ import ast
 import contextlib
 import functools
 import importlib
+import inspect
 import io
 import os
+import textwrap
 import time
-import warnings
 from dataclasses import dataclass, field
 
 from autograder import conventions, course
@@ -47,6 +53,7 @@ from autograder.conventions import without_markers
 from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names
 from autograder.grading.sanitize import load_template
+from autograder.grading.testcell import run_test_cell
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # demo imports may pull in pyplot; never open a window
 
@@ -59,35 +66,59 @@ class HarnessError(Exception):
 
 @dataclass
 class Variant:
-    """An answer to one exercise: the reference with substitutions, or a whole new cell."""
+    """An answer to one exercise: the reference with substitutions, or a whole new cell (with substitutions)."""
 
     exercise: str  # the exercise's function or class name = its answer cell's grade_id
     name: str  # what the student did, in a few words (printed in the closing table)
     replace: list[tuple[str, str]] | tuple = ()
     source: str | None = None
     visible: bool = True  # WRONG only: the visible test must catch it too
+    kind: str = ""  # "wrong" or "valid" when the variant says which list it belongs in (:func:`wrong`, :func:`valid`)
 
     def __post_init__(self):
-        if bool(self.replace) == (self.source is not None):
-            raise HarnessError(f"{self.exercise}: {self.name!r}: give exactly one of replace=[...] or source=...")
+        if not self.replace and self.source is None:
+            raise HarnessError(f"{self.exercise}: {self.name!r}: give replace=[...], source=... or both")
+        if self.kind not in ("", "wrong", "valid"):
+            raise HarnessError(f"{self.exercise}: {self.name!r}: kind must be 'wrong' or 'valid', not {self.kind!r}")
 
     def apply(self, reference: str) -> str:
         """The answer cell's source for this variant (solution markers removed)."""
-        if self.source is not None:
-            new = without_markers(self.source)
-        else:
-            new = reference
-            for old, replacement in self.replace:
-                count = new.count(old)
-                if count != 1:
-                    raise HarnessError(
-                        f"{self.exercise}: {self.name!r}: the text to replace occurs {count} times in the "
-                        f"reference answer (it must occur exactly once): {old!r}"
-                    )
-                new = new.replace(old, replacement)
+        new = reference if self.source is None else without_markers(self.source)
+        for old, replacement in self.replace:
+            count = new.count(old)
+            if count != 1:
+                raise HarnessError(
+                    f"{self.exercise}: {self.name!r}: the text to replace occurs {count} times in the "
+                    f"{'reference answer' if self.source is None else 'source'} (it must occur exactly once): {old!r}"
+                )
+            new = new.replace(old, replacement)
         if new.strip() == reference.strip():
             raise HarnessError(f"{self.exercise}: {self.name!r} is the reference answer itself")
         return new
+
+
+def cell_text(function) -> str:
+    """The body of ``function`` (its ``def name():`` line and decorators dropped, dedented): an answer
+    cell written as real Python in tests/wrong_answers/cells/, read back as the text a student's cell holds."""
+    lines, _ = inspect.getsourcelines(function)
+    header = ast.parse(textwrap.dedent("".join(lines))).body[0]
+    if (
+        not isinstance(header, ast.FunctionDef)
+        or header.args.args
+        or not lines[header.lineno - 1].rstrip().endswith("():")
+    ):
+        raise HarnessError(f"{function.__qualname__}: an answer cell is the body of a `def name():` without arguments")
+    return textwrap.dedent("".join(lines[header.lineno :]))
+
+
+def wrong(exercise: str, name: str, *, visible: bool = True):
+    """Decorator: the function's body is a wrong answer to ``exercise`` (see :class:`Variant`)."""
+    return lambda function: Variant(exercise, name, source=cell_text(function), visible=visible, kind="wrong")
+
+
+def valid(exercise: str, name: str):
+    """Decorator: the function's body is a valid answer to ``exercise`` (see :class:`Variant`)."""
+    return lambda function: Variant(exercise, name, source=cell_text(function), kind="valid")
 
 
 @dataclass
@@ -263,10 +294,8 @@ def _run_test(grade_id: str, source: str, namespace: dict, answers: dict) -> Cel
         if name in answers:
             namespace[name] = answers[name]
     try:
-        code = compile(source, f"<test {grade_id}>", "exec")
-        with _quiet(), warnings.catch_warnings(record=True), _time_limit(CELL_TIMEOUT):
-            warnings.simplefilter("default")
-            exec(code, namespace)
+        with _time_limit(CELL_TIMEOUT):
+            run_test_cell(grade_id, source, namespace, io.StringIO())  # as the class grader runs it
     except Exception as exc:  # the cell failed: an assertion, or an error raised by the answer
         return CellResult(grade_id, False, headline(exc), time.perf_counter() - start)
     return CellResult(grade_id, True, "", time.perf_counter() - start)
@@ -367,6 +396,12 @@ def variants(assignment: str) -> tuple[list[Variant], list[Variant]]:
     for variant in valid:
         if not variant.visible:
             raise HarnessError(f"{assignment}: VALID {variant.name!r}: visible=False means nothing for a valid answer")
+    for kind, listed in (("wrong", wrong), ("valid", valid)):
+        for variant in listed:
+            if variant.kind not in ("", kind):
+                raise HarnessError(
+                    f"{assignment}: {variant.name!r} is a {variant.kind} answer listed in {kind.upper()}"
+                )
     return wrong, valid
 
 
@@ -386,6 +421,7 @@ __all__ = [
     "HarnessError",
     "Outcome",
     "Variant",
+    "cell_text",
     "chapters_with_variants",
     "exercises",
     "has_variants",
@@ -394,6 +430,8 @@ __all__ = [
     "reference_outcomes",
     "run",
     "unresolved_names",
+    "valid",
     "variants",
     "verdict",
+    "wrong",
 ]

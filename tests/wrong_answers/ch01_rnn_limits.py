@@ -1,6 +1,7 @@
 """Chapter 01: the likeliest wrong answers to Exercises 1.1-1.3, and other correct ways to write them."""
 
 from wrong_answers import Variant
+from wrong_answers.cells import ch01 as cells
 
 STEP = "return np.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)"
 FACTOR = "jacobian = jacobian @ ((1.0 - H[i + 1] ** 2)[:, None] * W_hh)"
@@ -101,46 +102,7 @@ VALID = [
             )
         ],
     ),
-    Variant(
-        "rnn_step",
-        "a loop over the rows of a batch, float32 arithmetic",
-        source='''
-def rnn_step(x_t, h_prev, W_xh, W_hh, b_h):
-    """One step, row by row."""
-    if np.ndim(x_t) == 1:
-        z = W_xh.astype(np.float32) @ x_t + W_hh.astype(np.float32) @ h_prev + b_h
-        return np.tanh(z)
-    return np.stack([rnn_step(x, h, W_xh, W_hh, b_h) for x, h in zip(x_t, h_prev)])
-''',
-    ),
-    Variant(
-        "rnn_forward",
-        "a preallocated array filled row by row",
-        source='''
-def rnn_forward(X, h0, W_xh, W_hh, b_h):
-    """Run an Elman RNN over one sequence."""
-    H = np.zeros((len(X), len(h0)))
-    h = h0
-    for t in range(len(X)):
-        H[t] = h = rnn_step(X[t], h, W_xh, W_hh, b_h)
-    return H
-''',
-    ),
-    Variant(
-        "hidden_jacobian_norms",
-        "the product rebuilt from scratch for every entry, with np.diag",
-        source='''
-def hidden_jacobian_norms(X, h0, W_xh, W_hh, b_h):
-    """Frobenius norms of the Jacobians of h_T with respect to h_1 .. h_T."""
-    H = rnn_forward(X, h0, W_xh, W_hh, b_h)
-    T, d = H.shape
-    norms = []
-    for i in range(T):
-        J = np.eye(d)
-        for k in range(T - 1, i, -1):          # d h_{k+1} / d h_k = diag(1 - h_{k+1}^2) W_hh, h_{k+1} = H[k]
-            J = J @ np.diag(1 - H[k] ** 2) @ W_hh
-        norms.append(np.sqrt((J ** 2).sum()))
-    return np.array(norms)
-''',
-    ),
+    cells.rnn_step_loop_over_rows_batch_float32,
+    cells.rnn_forward_preallocated,
+    cells.hidden_jacobian_norms_rebuilt_per_entry,
 ]

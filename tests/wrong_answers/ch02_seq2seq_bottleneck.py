@@ -1,6 +1,7 @@
 """Chapter 02: the likeliest wrong answers to Exercises 2.1-2.5, and other correct ways to write them."""
 
 from wrong_answers import Variant
+from wrong_answers.cells import ch02 as cells
 
 ENCODER_RETURN = "return outputs, final.squeeze(0)"
 DECODER_STATE = "_, hidden = self.rnn(embedded, hidden.unsqueeze(0).contiguous())"
@@ -8,15 +9,6 @@ DECODER_RETURN = "return self.out(hidden), hidden"
 LOSS = "return F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=pad_id)"
 SAME = "same = [t for t in prediction if t != pad_id] == [t for t in target if t != pad_id]"
 
-ENCODER_HEAD = '''
-class Encoder(nn.Module):
-    """Embedding + GRU over a padded batch of source sequences."""
-
-    def __init__(self, vocab_size, emb_dim, hidden_dim, pad_id=0):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
-        self.rnn = nn.GRU(emb_dim, hidden_dim, batch_first=True)
-'''
 
 WRONG = [
     # Exercise 2.1, Encoder
@@ -25,16 +17,7 @@ WRONG = [
         "final state taken at the last column, after the padding",
         replace=[(ENCODER_RETURN, "return outputs, outputs[:, -1]")],
     ),
-    Variant(
-        "Encoder",
-        "no packing: the GRU reads the padding",
-        source=ENCODER_HEAD
-        + """
-    def forward(self, src, lengths):
-        outputs, final = self.rnn(self.embedding(src))
-        return outputs, final.squeeze(0)
-""",
-    ),
+    cells.encoder_no_packing_gru_reads_padding,
     Variant("Encoder", "pad_packed_sequence without total_length", replace=[(", total_length=src.size(1)", "")]),
     Variant(
         "Encoder", "enforce_sorted left at True (lengths must then be sorted)", replace=[(", enforce_sorted=False", "")]
@@ -45,29 +28,8 @@ WRONG = [
         replace=[("nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)", "nn.Embedding(vocab_size, emb_dim)")],
     ),
     Variant("Encoder", "final keeps the layer axis, (1, B, d)", replace=[(ENCODER_RETURN, "return outputs, final")]),
-    Variant(
-        "Encoder",
-        "masking: the right final state, but the padded outputs not zeroed",
-        source=ENCODER_HEAD
-        + """
-    def forward(self, src, lengths):
-        outputs, _ = self.rnn(self.embedding(src))
-        return outputs, outputs[torch.arange(src.size(0)), lengths - 1]
-""",
-    ),
-    Variant(
-        "Encoder",
-        "forward run under torch.no_grad() (as in the demo cells): no gradient reaches the encoder",
-        source=ENCODER_HEAD
-        + """
-    def forward(self, src, lengths):
-        with torch.no_grad():
-            packed = pack_padded_sequence(self.embedding(src), lengths.cpu(), batch_first=True, enforce_sorted=False)
-            packed_outputs, final = self.rnn(packed)
-            outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=src.size(1))
-        return outputs, final.squeeze(0)
-""",
-    ),
+    cells.encoder_masked_outputs_not_zeroed,
+    cells.encoder_under_no_grad,
     # Exercise 2.2, Decoder
     Variant(
         "Decoder",
@@ -89,24 +51,7 @@ WRONG = [
         ],
     ),
     Variant("Decoder", "tanh on the logits", replace=[(DECODER_RETURN, "return torch.tanh(self.out(hidden)), hidden")]),
-    Variant(
-        "Decoder",
-        "nn.GRUCell instead of nn.GRU (the weights no longer load by name)",
-        source='''
-class Decoder(nn.Module):
-    """One step of a GRU decoder."""
-
-    def __init__(self, vocab_size, emb_dim, hidden_dim):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, emb_dim)
-        self.rnn = nn.GRUCell(emb_dim, hidden_dim)
-        self.out = nn.Linear(hidden_dim, vocab_size)
-
-    def forward(self, y_prev, hidden):
-        hidden = self.rnn(self.embedding(y_prev), hidden)
-        return self.out(hidden), hidden
-''',
-    ),
+    cells.decoder_grucell,
     Variant(
         "Decoder",
         "the given state detached (hidden.detach()): no gradient flows back to the encoder",
@@ -246,36 +191,11 @@ class Decoder(nn.Module):
         "the fraction of all rows, not of the rows of that length",
         replace=[("hits[length] / counts[length]", "hits[length] / len(source_lengths)")],
     ),
-    Variant(
-        "exact_match_by_length",
-        "token accuracy instead of exact match",
-        source='''
-def exact_match_by_length(predictions, targets, source_lengths, pad_id):
-    """Per source length: the fraction of target tokens predicted right."""
-    right, total = {}, {}
-    for prediction, target, length in zip(predictions.tolist(), targets.tolist(), source_lengths.tolist()):
-        gold = [t for t in target if t != pad_id]
-        guess = [t for t in prediction if t != pad_id] + [None] * len(gold)
-        right[length] = right.get(length, 0) + sum(g == p for g, p in zip(gold, guess))
-        total[length] = total.get(length, 0) + len(gold)
-    return {int(n): right[n] / total[n] for n in sorted(total)}
-''',
-    ),
+    cells.exact_match_token_accuracy,
 ]
 
 VALID = [
-    Variant(
-        "Encoder",
-        "masking instead of packing: states at lengths - 1, padded outputs zeroed",
-        source=ENCODER_HEAD
-        + """
-    def forward(self, src, lengths):
-        outputs, _ = self.rnn(self.embedding(src))                                         # (B, T_enc, d)
-        real = torch.arange(src.size(1), device=src.device)[None, :] < lengths.to(src.device)[:, None]
-        outputs = outputs * real[..., None]                                                # zeros at padding
-        return outputs, outputs[torch.arange(src.size(0)), lengths - 1]
-""",
-    ),
+    cells.encoder_masking_instead_of_packing,
     Variant(
         "Decoder",
         "the new state read from the GRU's output sequence",
@@ -296,57 +216,7 @@ VALID = [
             )
         ],
     ),
-    Variant(
-        "teacher_forcing_loss",
-        "log_softmax and gather, step by step, with a mask",
-        source='''
-def teacher_forcing_loss(encoder, decoder, src, lengths, tgt, bos_id, pad_id):
-    """Teacher forcing, the loss accumulated step by step."""
-    _, hidden = encoder(src, lengths)
-    previous = torch.full((tgt.size(0),), bos_id, dtype=torch.long)
-    total, count = 0.0, 0
-    for t in range(tgt.size(1)):
-        logits, hidden = decoder(previous, hidden)
-        log_p = torch.log_softmax(logits, dim=-1).gather(1, tgt[:, t : t + 1]).squeeze(1)
-        real = tgt[:, t] != pad_id
-        total = total - (log_p * real).sum()
-        count += int(real.sum())
-        previous = tgt[:, t]
-    return total / count
-''',
-    ),
-    Variant(
-        "greedy_decode",
-        "lists per row, a while loop, padding added at the end",
-        source='''
-def greedy_decode(encoder, decoder, src, lengths, bos_id, eos_id, pad_id, max_len):
-    """Greedy decoding, row lists."""
-    with torch.no_grad():
-        _, hidden = encoder(src, lengths)
-        rows = [[] for _ in range(src.size(0))]
-        previous = torch.full((src.size(0),), bos_id, dtype=torch.long)
-        step = 0
-        while step < max_len and not all(row and row[-1] == eos_id for row in rows):
-            logits, hidden = decoder(previous, hidden)
-            previous = logits.argmax(dim=-1)
-            for row, token in zip(rows, previous.tolist()):
-                if not (row and row[-1] == eos_id):
-                    row.append(token)
-            step += 1
-        width = max(len(row) for row in rows)
-        return torch.tensor([row + [pad_id] * (width - len(row)) for row in rows], dtype=torch.long)
-''',
-    ),
-    Variant(
-        "exact_match_by_length",
-        "tensors padded to a common width and compared row by row",
-        source='''
-def exact_match_by_length(predictions, targets, source_lengths, pad_id):
-    """Exact match per source length, with tensor operations."""
-    width = max(predictions.size(1), targets.size(1))
-    pad = lambda x: torch.nn.functional.pad(x, (0, width - x.size(1)), value=pad_id)  # noqa: E731
-    same = (pad(predictions) == pad(targets)).all(dim=1)
-    return {n: same[source_lengths == n].double().mean().item() for n in sorted(set(source_lengths.tolist()))}
-''',
-    ),
+    cells.teacher_forcing_loss_step_by_step,
+    cells.greedy_decode_lists_per_row_while_loop,
+    cells.exact_match_padded_to_common_width,
 ]

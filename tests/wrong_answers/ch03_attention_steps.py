@@ -1,6 +1,7 @@
 """Chapter 03: the likeliest wrong answers to Exercises 3.1-3.8, and other correct ways to write them."""
 
 from wrong_answers import Variant
+from wrong_answers.cells import ch03 as cells
 
 SHIFT = "shifted = e - np.max(e, axis=axis, keepdims=True)"
 NORMALISE = "return exp / np.sum(exp, axis=axis, keepdims=True)"
@@ -228,29 +229,8 @@ VALID = [
         replace=[("return H @ s_t", "return np.array([sum(s * h for s, h in zip(s_t, row)) for row in H])")],
     ),
     Variant("attention_scores", "einsum", replace=[("return H @ s_t", "return np.einsum('id,d->i', H, s_t)")]),
-    Variant(
-        "softmax",
-        "log-sum-exp",
-        source='''
-def softmax(e, axis=-1):
-    """exp(e - logsumexp(e)) along axis."""
-    e = np.asarray(e, dtype=float)
-    m = e.max(axis=axis, keepdims=True)
-    log_z = m + np.log(np.exp(e - m).sum(axis=axis, keepdims=True))
-    return np.exp(e - log_z)
-''',
-    ),
-    Variant(
-        "softmax",
-        "float32 arithmetic, the result returned in float64",
-        source='''
-def softmax(e, axis=-1):
-    """Stable softmax computed in float32."""
-    e = np.asarray(e, dtype=np.float32)
-    exp = np.exp(e - e.max(axis=axis, keepdims=True))
-    return (exp / exp.sum(axis=axis, keepdims=True)).astype(np.float64)
-''',
-    ),
+    cells.softmax_log_sum_exp,
+    cells.softmax_float32_arithmetic_result_returned_float64,
     Variant("attention_vector", "H.T @ alpha", replace=[("return alpha @ H", "return H.T @ alpha")]),
     Variant(
         "attention_vector",
@@ -276,44 +256,8 @@ def softmax(e, axis=-1):
             ("return softmax(W_o @ s_tilde)", "return softmax(W_o.astype(np.float32) @ s_tilde.astype(np.float32))")
         ],
     ),
-    Variant(
-        "attention_step",
-        "the four steps written out inline",
-        source='''
-def attention_step(s_t, H, W_c, W_o):
-    """Steps 2-5, inline."""
-    e = H @ s_t
-    alpha = np.exp(e - e.max())
-    alpha /= alpha.sum()
-    z = W_o @ np.tanh(W_c @ np.concatenate([alpha @ H, s_t]))
-    p = np.exp(z - z.max())
-    return p / p.sum(), alpha
-''',
-    ),
-    Variant(
-        "attention_all_steps",
-        "einsum and a split W_c",
-        source='''
-def attention_all_steps(S, H, W_c, W_o):
-    """Steps 2-5 for all decoder states, with einsum."""
-    d = S.shape[1]
-    A = softmax(np.einsum('td,id->ti', S, H), axis=1)
-    C = np.einsum('ti,id->td', A, H)
-    S_tilde = np.tanh(C @ W_c[:, :d].T + S @ W_c[:, d:].T)
-    return softmax(np.einsum('vc,tc->tv', W_o, S_tilde), axis=1), A
-''',
-    ),
-    Variant(
-        "batched_dot_attention",
-        "einsum, torch.where and the dtype's smallest number",
-        source='''
-def batched_dot_attention(S, H, src_mask):
-    """Masked dot-product attention with einsum."""
-    scores = torch.einsum('btd,bsd->bts', S, H)
-    scores = torch.where(src_mask[:, None, :], scores, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)
-    return torch.einsum('bts,bsd->btd', weights, H), weights
-''',
-    ),
+    cells.attention_step_four_steps_written_out_inline,
+    cells.attention_all_steps_einsum_split_w_c,
+    cells.batched_dot_attention_einsum_where,
     Variant("batched_dot_attention", "masked_fill with -1e9", replace=[('float("-inf")', "-1e9")]),
 ]

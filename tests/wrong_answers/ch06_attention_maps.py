@@ -1,6 +1,7 @@
 """Chapter 06: the likeliest wrong answers to Exercises 6.1-6.6, and other correct ways to write them."""
 
 from wrong_answers import Variant
+from wrong_answers.cells import ch06 as cells
 
 IMSHOW = 'image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")  # row 0 at the top'
 XTICKS = "ax.set_xticks(range(len(src_tokens)), labels=list(src_tokens), rotation=90)"
@@ -162,19 +163,7 @@ WRONG = [
         "the gradient alone, not times the input",
         replace=[(ROW, "rows.append(grad.sum(dim=-1))")],
     ),
-    Variant(
-        "gradient_x_input",
-        "one backward pass of the sum of all scores: every row the same",
-        source='''
-def gradient_x_input(score_fn_emb, embeddings):
-    """Gradient of the summed log-probabilities, times the input."""
-    X = embeddings.detach().clone().requires_grad_(True)
-    scores = score_fn_emb(X)
-    (grad,) = torch.autograd.grad(scores.sum(), X)
-    row = (grad * X).sum(dim=-1)
-    return torch.stack([row] * scores.shape[0]).detach().numpy()
-''',
-    ),
+    cells.gradient_x_input_one_backward_of_sum,
     Variant(
         "gradient_x_input",
         "requires_grad switched on for the caller's tensor itself",
@@ -193,97 +182,22 @@ def gradient_x_input(score_fn_emb, embeddings):
 ]
 
 VALID = [
-    Variant(
-        "plot_attention",
-        "imshow without vmin/vmax, set_xticklabels, plt.colorbar",
-        source='''
-def plot_attention(weights, src_tokens, tgt_tokens, ax=None):
-    """Draw an attention map."""
-    if torch.is_tensor(weights):
-        weights = weights.detach().numpy()
-    if ax is None:
-        fig, ax = plt.subplots()
-    image = ax.imshow(weights, cmap=plt.get_cmap("viridis"))
-    ax.set_xticks(np.arange(len(src_tokens)))
-    ax.set_xticklabels(src_tokens)
-    ax.set_yticks(np.arange(len(tgt_tokens)))
-    ax.set_yticklabels(tgt_tokens)
-    plt.colorbar(image, ax=ax)
-    return ax
-''',
-    ),
-    Variant(
-        "argmax_alignment",
-        "a loop over the rows with max(range, key=...)",
-        source='''
-def argmax_alignment(weights):
-    """Row by row."""
-    rows = weights.tolist()
-    return np.array([max(range(len(row)), key=row.__getitem__) for row in rows], dtype=np.int64)
-''',
-    ),
+    cells.plot_attention_no_vmin_vmax,
+    cells.argmax_alignment_loop_over_rows_max_range,
     Variant(
         "argmax_alignment",
         "torch.argmax on a tensor copy",
         replace=[(ARGMAX, "return torch.as_tensor(np.asarray(weights)).argmax(dim=-1).numpy()")],
     ),
-    Variant(
-        "crossing_count",
-        "two nested loops",
-        source='''
-def crossing_count(alignment):
-    """Count the pairs i < j with alignment[i] > alignment[j]."""
-    alignment = list(alignment)
-    count = 0
-    for i in range(len(alignment)):
-        for j in range(i + 1, len(alignment)):
-            if alignment[i] > alignment[j]:
-                count += 1
-    return count
-''',
-    ),
-    Variant(
-        "crossing_count",
-        "itertools.combinations",
-        source='''
-def crossing_count(alignment):
-    """Pairs in order."""
-    import itertools
-
-    return sum(1 for a, b in itertools.combinations(list(alignment), 2) if a > b)
-''',
-    ),
+    cells.crossing_count_two_nested_loops,
+    cells.crossing_count_itertools_combinations,
     Variant(
         "attention_entropy",
         "np.log of p + a tiny epsilon",
         replace=[(ENTROPY, "return -(p * np.log(p + 1e-300)).sum(axis=1)")],
     ),
-    Variant(
-        "attention_entropy",
-        "torch.special.xlogy (0 log 0 = 0) on a float64 tensor",
-        source='''
-def attention_entropy(weights):
-    """xlogy gives 0 where p = 0."""
-    p = torch.as_tensor(np.asarray(weights, dtype=float) if not torch.is_tensor(weights) else weights.detach())
-    return (-torch.special.xlogy(p, p).sum(dim=-1)).double().numpy()
-''',
-    ),
-    Variant(
-        "occlusion_importance",
-        "a list of ints copied and edited, the columns filled into a NumPy array",
-        source='''
-def occlusion_importance(score_fn, src_ids, replace_id):
-    """One forward pass per hidden position."""
-    ids = [int(i) for i in src_ids]
-    base = score_fn(torch.tensor(ids)).detach().numpy()
-    result = np.zeros((len(base), len(ids)))
-    for i in range(len(ids)):
-        hidden = ids.copy()
-        hidden[i] = replace_id
-        result[:, i] = base - score_fn(torch.tensor(hidden)).detach().numpy()
-    return result
-''',
-    ),
+    cells.attention_entropy_torch_special_xlogy_0_log,
+    cells.occlusion_importance_list_copies,
     Variant(
         "occlusion_importance",
         "torch.where for the occluded copy, no torch.no_grad",
@@ -292,31 +206,6 @@ def occlusion_importance(score_fn, src_ids, replace_id):
             ("            occluded[i] = replace_id\n", ""),
         ],
     ),
-    Variant(
-        "gradient_x_input",
-        "torch.autograd.functional.jacobian, then einsum",
-        source='''
-def gradient_x_input(score_fn_emb, embeddings):
-    """All rows of the Jacobian at once."""
-    X = embeddings.detach().clone()
-    jacobian = torch.autograd.functional.jacobian(score_fn_emb, X)  # (T_dec, T_enc, d_e)
-    return torch.einsum("tik,ik->ti", jacobian, X).numpy()
-''',
-    ),
-    Variant(
-        "gradient_x_input",
-        "backward() with X.grad zeroed between rows",
-        source='''
-def gradient_x_input(score_fn_emb, embeddings):
-    """One backward pass per target token, reading X.grad."""
-    X = embeddings.detach().clone().requires_grad_(True)
-    scores = score_fn_emb(X)
-    result = []
-    for t in range(len(scores)):
-        X.grad = None
-        scores[t].backward(retain_graph=True)
-        result.append((X.grad * X.detach()).sum(-1))
-    return torch.stack(result).numpy()
-''',
-    ),
+    cells.gradient_x_input_jacobian,
+    cells.gradient_x_input_backward_per_row,
 ]

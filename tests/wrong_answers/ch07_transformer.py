@@ -5,6 +5,7 @@ every VALID variant must pass both.
 """
 
 from wrong_answers import Variant
+from wrong_answers.cells import ch07 as cells
 
 _SINES = """\
     P[:, 0::2] = torch.sin(angles)
@@ -268,44 +269,9 @@ WRONG = [
 ]
 
 VALID = [
-    Variant(
-        "sinusoidal_positions",
-        "two Python loops with math.sin and math.cos",
-        source='''def sinusoidal_positions(length, dim):
-    """(length, dim) float32: P[p, 2i] = sin(p / 10000^(2i/dim)), P[p, 2i+1] = cos(...)."""
-    P = torch.zeros(length, dim)
-    for p in range(length):
-        for i in range(dim // 2):
-            angle = p / 10000 ** (2 * i / dim)
-            P[p, 2 * i] = math.sin(angle)
-            P[p, 2 * i + 1] = math.cos(angle)
-    return P
-''',
-    ),
-    Variant(
-        "sinusoidal_positions",
-        "float32 throughout, exp/log frequencies and torch.stack to interleave",
-        source='''def sinusoidal_positions(length, dim):
-    """(length, dim) float32 sinusoidal positions."""
-    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)                       # (length, 1)
-    div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))  # (dim / 2,)
-    angles = position * div                                                                  # (length, dim / 2)
-    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).reshape(length, dim)
-''',
-    ),
-    Variant(
-        "sinusoidal_positions",
-        "numpy, then torch.from_numpy(...).float()",
-        source='''def sinusoidal_positions(length, dim):
-    """(length, dim) float32 sinusoidal positions, computed with numpy."""
-    import numpy as np
-
-    angles = np.arange(length)[:, None] / 10000 ** (np.arange(0, dim, 2)[None, :] / dim)
-    P = np.empty((length, dim))
-    P[:, 0::2], P[:, 1::2] = np.sin(angles), np.cos(angles)
-    return torch.from_numpy(P).float()
-''',
-    ),
+    cells.sinusoidal_positions_two_python_loops_math_sin,
+    cells.sinusoidal_positions_float32_throughout_exp_log_frequencies,
+    cells.sinusoidal_positions_numpy_then_torch_numpy_float,
     Variant(
         "TransformerEncoderLayer",
         "a float padding mask (0 and -inf) in the inputs' dtype, and F.relu",
