@@ -60,7 +60,7 @@ def show_diagram(name: str):
     """Show the course's schematic diagram ``name`` (e.g. ``"03_attention_unit"``) and return it.
 
     The diagrams are SVG files shipped in ``attention_course/assets/diagrams/`` (drawn by
-    ``scripts/draw_diagrams.py``). Returns an ``IPython.display.SVG``: as the last line of a
+    ``scripts/diagrams/``). Returns an ``IPython.display.SVG``: as the last line of a
     cell, Jupyter displays it as the cell's result (elsewhere, pass it to ``IPython.display.display``).
     Raises ``FileNotFoundError`` naming the known diagrams when there is no diagram ``name``.
     """

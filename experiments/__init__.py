@@ -1,8 +1,9 @@
 """Instructor-side experiments of the course (never released to students).
 
-These programs train the models whose results the chapters show. They may import the
-reference implementations in :mod:`autograder.reference` (students never receive them), so
-they live outside the student package :mod:`attention_course`.
+These programs train the models and run the benchmarks whose results the chapters show (every program that
+writes a shipped result lives here; ``attention_course/assets/__init__.py`` lists each file with its command).
+They may import the reference implementations in :mod:`autograder.reference` (students never receive them),
+so they live outside the student package :mod:`attention_course`.
 
 The programs (each ``python -m experiments.NAME --help``): the run and its command line.
 
@@ -14,7 +15,14 @@ The programs (each ``python -m experiments.NAME --help``): the run and its comma
 - :mod:`experiments.soft_maps`: how soft the maps of chapter 06's model are;
 - :mod:`experiments.positions`: chapter 07's Transformer with rotary and ALiBi positions (chapter 08);
 - :mod:`experiments.beam`: chapter 08's beam search on chapter 07's Transformer (over a key-value cache) and
-  chapter 05's RNN with attention.
+  chapter 05's RNN with attention;
+- :mod:`experiments.bottleneck`: chapter 02's bottleneck curve (the encoder-decoder without attention on reversal);
+- :mod:`experiments.benchmark_training`: chapter 05's training throughput, batched against a per-sentence loop,
+  and the Transformer's beside the RNN's; each line measured in a fresh process by
+  :mod:`experiments.training_throughput`;
+- :mod:`experiments.benchmark_attention_at_scale`: chapter 08's memory, time and work of attention at length
+  (:mod:`experiments.attention_memory`), the per-layer costs (:mod:`experiments.layer_costs`) and decoding
+  with and without a key-value cache (:mod:`experiments.cached_decoding`).
 
 What they share, one concern a module:
 

@@ -1,8 +1,10 @@
 """What the command lines of the training programs share: where things go, the parser and its common options.
 
 Each program (``python -m experiments.translation``, ``.variants``, ``.transformer``, ``.exports``,
-``.soft_maps``) builds its parser with :func:`make_parser` (its module docstring as the help) and, when it
-trains, adds :func:`add_run_arguments` (``--device``, ``--no-write``, ``--max-seconds``, ``--quiet``).
+``.soft_maps``, ``.positions``, ``.beam``, ``.bottleneck``, ``.benchmark_training``,
+``.benchmark_attention_at_scale``) builds its parser with :func:`make_parser` (its module docstring as the
+help) and, when it trains, adds :func:`add_run_arguments` (``--device``, ``--no-write``, ``--max-seconds``,
+``--quiet``).
 """
 
 from __future__ import annotations

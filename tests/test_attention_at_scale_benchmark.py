@@ -1,43 +1,42 @@
-"""Chapter 08's benchmark (``scripts/benchmark_attention_at_scale.py``) and the results it ships.
+"""Chapter 08's benchmark (``python -m experiments.benchmark_attention_at_scale``, with its three parts
+:mod:`experiments.attention_memory`, :mod:`experiments.layer_costs`, :mod:`experiments.cached_decoding`) and
+the results it ships.
 
-- The script runs at tiny sizes (``--quick``, seconds, in this process) and writes a file of the layout
+- The program runs at tiny sizes (``--quick``, seconds, in this process) and writes a file of the layout
   the chapter reads.
 - The shipped ``attention_course/assets/attention_at_scale_results.json``: its targets are recomputed
   from its own raw figures and agree with what it claims (and are met, as the chapter says); its
   machine-independent figures (tensor memory, multiply-adds, per-layer costs at the smallest size) are
-  what the script measures now; tokens are identical with and without the cache.
+  what the benchmark measures now; tokens are identical with and without the cache.
 No timing is asserted: times are whatever the machine gave, and the file records its load average.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
+from pathlib import Path
 
 import pytest
 import torch
 
+from attention_course.profiling import matmul_flops, record_ops
 from autograder import course
+from experiments import attention_memory, cached_decoding, layer_costs
 
-SCRIPT = course.ROOT / "scripts" / "benchmark_attention_at_scale.py"
 SHIPPED = course.ROOT / "attention_course" / "assets" / "attention_at_scale_results.json"
 
 
 @pytest.fixture(scope="module")
 def benchmark():
-    """The script as a module; PyTorch on one thread meanwhile (small tensors: two threads only wait for each other)."""
+    """The program's module; PyTorch on one thread meanwhile (small tensors: two threads only wait for each other)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    spec = importlib.util.spec_from_file_location("benchmark_attention_at_scale", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
     try:
-        spec.loader.exec_module(module)
-        yield module
+        from experiments import benchmark_attention_at_scale
+
+        yield benchmark_attention_at_scale
     finally:
-        sys.modules.pop(spec.name, None)
         torch.set_num_threads(threads)
 
 
@@ -84,18 +83,28 @@ def test_tensor_memory_counts_new_storages_only(benchmark):
     F.scaled_dot_product_attention, which creates its output and a logsumexp, is charged far less than
     its three inputs (the benchmark once counted the inputs' views and charged it 4 times its output)."""
     x = torch.randn(64, 8)
-    assert benchmark.tensor_memory(lambda t: t.transpose(0, 1)[None, 2:], x) == 0
-    assert benchmark.tensor_memory(lambda t: t * 2.0, x) == x.numel() * x.element_size()
+    assert attention_memory.tensor_memory(lambda t: t.transpose(0, 1)[None, 2:], x) == 0
+    assert attention_memory.tensor_memory(lambda t: t * 2.0, x) == x.numel() * x.element_size()
     Q, K, V = (torch.randn(128, 16) for _ in range(3))
     output_bytes = 128 * 16 * 4
-    sdpa = benchmark.tensor_memory(benchmark.attention_call("sdpa", 32), Q, K, V)
+    sdpa = attention_memory.tensor_memory(attention_memory.attention_call("sdpa", 32), Q, K, V)
     assert output_bytes <= sdpa < 2 * output_bytes, sdpa
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="peak RSS needs Linux's /proc/self/clear_refs")
+def test_peak_rss_is_measured_in_a_fresh_process():
+    """The child process (``--quick`` skips it) imports the module and measures: the formula at T = 1,024 holds
+    its 4 MiB score matrix resident, tiled attention with blocks of 64 keys a sixteenth of it (and its output)."""
+    naive = attention_memory.peak_rss("naive", 1024, 16, 64, 1)
+    tiled = attention_memory.peak_rss("tiled", 1024, 16, 64, 1)
+    assert naive >= 1024 * 1024 * 4, naive
+    assert tiled < naive / 2, (tiled, naive)
 
 
 def test_the_shipped_results_have_the_layout_and_range_the_chapter_reads():
     results = json.loads(SHIPPED.read_text())
     _check_layout(results)
-    assert results["command"] == "python scripts/benchmark_attention_at_scale.py"
+    assert results["command"] == "python -m experiments.benchmark_attention_at_scale"
     assert results["attention"]["lengths"][0] == 256 and results["attention"]["lengths"][-1] >= 16384
     assert results["attention"]["d"] == 64 and results["dtype"] == "float32"
     assert max(results["decoding"]["generated"]) == 512
@@ -116,7 +125,7 @@ def test_the_shipped_targets_follow_from_the_shipped_figures_and_are_met(benchma
     assert speed["tokens"] == 512 and speed["limit"] == 5.0 and speed["identical_tokens"] and speed["met"], speed
 
 
-def test_the_shipped_machine_independent_figures_are_what_the_script_measures_now(benchmark):
+def test_the_shipped_machine_independent_figures_are_what_the_benchmark_measures_now(benchmark):
     """Tensor memory, largest tensors and multiply-adds depend only on the code and the shapes: at the smallest
     length (and the per-layer costs at the smallest n) a fresh measurement gives the shipped numbers."""
     results = json.loads(SHIPPED.read_text())
@@ -124,16 +133,16 @@ def test_the_shipped_machine_independent_figures_are_what_the_script_measures_no
     length = attention["lengths"][0]
     Q, K, V = (torch.randn(length, attention["d"]) for _ in range(3))
     for name, row in attention["methods"].items():
-        fn = benchmark.attention_call(name, attention["block_size"])
-        assert benchmark.tensor_memory(fn, Q, K, V) == row["tensor_bytes"][0], name
+        fn = attention_memory.attention_call(name, attention["block_size"])
+        assert attention_memory.tensor_memory(fn, Q, K, V) == row["tensor_bytes"][0], name
     decoding = results["decoding"]
     torch.manual_seed(0)
-    model = benchmark.Decoder(max_len=max(decoding["generated"]) + 8, **decoding["model"]).eval()
+    model = cached_decoding.Decoder(max_len=max(decoding["generated"]) + 8, **decoding["model"]).eval()
     prompt = torch.randint(0, decoding["model"]["n_vocab"], (1, decoding["prompt_tokens"]))
     for way, use_cache in (("recompute", False), ("cache", True)):
-        _, ops = benchmark.record_ops(benchmark.generate, model, prompt, decoding["generated"][0], use_cache)
-        assert benchmark.matmul_flops(ops) == decoding[way]["multiply_adds"][0], way
-    costs = benchmark.measure_layer_costs(
+        _, ops = record_ops(cached_decoding.generate, model, prompt, decoding["generated"][0], use_cache)
+        assert matmul_flops(ops) == decoding[way]["multiply_adds"][0], way
+    costs = layer_costs.measure_layer_costs(
         sizes=(costs_n := results["layer_costs"]["n"][0],), d=results["layer_costs"]["d"]
     )
     for key, row in costs["rows"].items():

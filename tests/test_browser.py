@@ -217,7 +217,7 @@ IMAGES_AND_DIAGRAMS = """async () => {
 
 
 def _diagram_name(src: str, folder: Path) -> str | None:
-    """The diagram id of an image's SVG file on the site (scripts/draw_diagrams.py names each), or None."""
+    """The diagram id of an image's SVG file on the site (scripts/diagrams/ names each), or None."""
     local = folder / urllib.parse.unquote(urllib.parse.urlsplit(src).path).lstrip("/")
     if local.suffix != ".svg" or not local.is_file():
         return None

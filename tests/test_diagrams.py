@@ -1,9 +1,10 @@
-"""The course's schematic diagrams: ``scripts/draw_diagrams.py`` -> ``attention_course/assets/diagrams/*.svg``.
+"""The course's schematic diagrams: ``scripts/diagrams/`` -> ``attention_course/assets/diagrams/*.svg``.
 
-The committed SVGs must equal a fresh run of the script (they are generated, never edited by
-hand; the output depends on the pinned matplotlib), each must be well-formed XML that a screen
-reader can name (``role="img"``, a ``<title>`` and a ``<desc>``), self-contained (no external
-reference, no raster image), and ``attention_course.plotting.show_diagram`` must show them.
+The package draws each diagram ``NN_name`` in its own module ``scripts/diagrams/dNN_name.py``
+(``common.py`` is the shared drawing kit). The committed SVGs must equal a fresh run of the package
+(they are generated, never edited by hand; the output depends on the pinned matplotlib), each must
+be well-formed XML that a screen reader can name (``role="img"``, a ``<title>`` and a ``<desc>``),
+self-contained (no external reference, no raster image), and ``attention_course.plotting.show_diagram`` must show them.
 """
 
 from __future__ import annotations
@@ -35,16 +36,31 @@ REQUIRED = [
 ]
 
 
+PACKAGE = course.ROOT / "scripts" / "diagrams"
+COMMAND = ".venv/bin/python -m scripts.diagrams"
+
+
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("draw_diagrams", course.ROOT / "scripts" / "draw_diagrams.py")
+    """The package ``scripts.diagrams`` (scripts/ is not on the tests' path: loaded from its folder)."""
+    spec = importlib.util.spec_from_file_location(
+        "scripts.diagrams", PACKAGE / "__init__.py", submodule_search_locations=[str(PACKAGE)]
+    )
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
+    sys.modules[spec.name] = module  # its diagram modules are imported as its submodules, and dataclasses look there
     try:
         spec.loader.exec_module(module)
         yield module
     finally:
-        sys.modules.pop(spec.name, None)
+        for name in [name for name in sys.modules if name == spec.name or name.startswith(spec.name + ".")]:
+            sys.modules.pop(name)
+
+
+def test_every_module_of_the_package_is_a_diagram_or_the_kit():
+    """A diagram module misnamed (``d9_x.py``, ``09_x.py``) would be skipped silently: refuse it."""
+    kit = {"__init__", "__main__", "common"}
+    stray = [p.name for p in PACKAGE.glob("*.py") if p.stem not in kit and not re.fullmatch(r"d\d\d_\w+", p.stem)]
+    assert not stray, f"scripts/diagrams/ modules must be named dNN_<name>.py (the diagram NN_<name>): {stray}"
 
 
 def test_every_required_diagram_is_drawn_and_shipped(script):
@@ -52,8 +68,8 @@ def test_every_required_diagram_is_drawn_and_shipped(script):
     assert set(script.CAPTIONS) == set(script.DIAGRAMS), "every diagram needs a caption and alt text in CAPTIONS"
     shipped = {p.stem for p in FOLDER.glob("*.svg")}
     assert shipped == set(script.DIAGRAMS), (
-        f"diagrams folder out of step with the script: missing {set(script.DIAGRAMS) - shipped}, "
-        f"stale {shipped - set(script.DIAGRAMS)}; run .venv/bin/python scripts/draw_diagrams.py"
+        f"diagrams folder out of step with scripts/diagrams/: missing {set(script.DIAGRAMS) - shipped}, "
+        f"stale {shipped - set(script.DIAGRAMS)}; run {COMMAND}"
     )
 
 
@@ -62,8 +78,8 @@ def test_committed_svg_equals_a_fresh_run(script, name):
     committed = (FOLDER / f"{name}.svg").read_text(encoding="utf-8")
     fresh = script.render(name)
     assert fresh == committed, (
-        f"{name}.svg differs from what scripts/draw_diagrams.py draws now "
-        f"({len(committed)} vs {len(fresh)} characters); run .venv/bin/python scripts/draw_diagrams.py and commit"
+        f"{name}.svg differs from what scripts/diagrams/d{name}.py draws now "
+        f"({len(committed)} vs {len(fresh)} characters); run {COMMAND} {name} and commit"
     )
 
 

@@ -1,4 +1,5 @@
-"""The instructor's scripts around the trainers: ``scripts/gpu_check.py`` and ``scripts/benchmark_training.py``.
+"""The instructor's programs around the trainers: ``scripts/gpu_check.py`` and the training benchmark,
+``python -m experiments.benchmark_training`` (with the lines it measures, :mod:`experiments.training_throughput`).
 
 Plumbing checks (a minute or two on a 2-core CPU), no timing assertions: the GPU check runs tiny bounded
 versions of every model (the six attention variants, the Transformer and the RNN beside it) on the CPU
@@ -9,7 +10,6 @@ benchmark's per-sentence loop must compute the same loss as the batched model on
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -94,8 +94,12 @@ def test_benchmark_prints_its_lines(tmp_path):
     out = tmp_path / "benchmark.json"
     arguments = ["--seconds", "1", "--threads", "1", "--config", "tiny", "--pool", "300", "--batch-sizes", "32", "256",
                  "--demo-steps", "5", "--out", str(out)]  # fmt: skip
-    result = run_script("benchmark_training.py", *arguments, timeout=400)  # eight Python processes on a busy machine
-    assert result.returncode == 0, f"benchmark_training.py failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    command = [sys.executable, "-m", "experiments.benchmark_training", *arguments]
+    # eight Python processes on a busy machine
+    result = subprocess.run(command, cwd=course.ROOT, env=ENV, capture_output=True, text=True, timeout=400)
+    assert result.returncode == 0, (
+        f"experiments.benchmark_training failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     lines = result.stdout.splitlines()
     expected = ["batched, CPU, batches of 32:", "batched, CPU, batches of 256:", "Transformer, CPU, batches of 32:",
                 "Transformer, CPU, batches of 256:", "per-sentence loop, CPU:"]  # fmt: skip
@@ -135,11 +139,9 @@ def test_benchmark_prints_its_lines(tmp_path):
 
 def test_per_sentence_loop_computes_the_batched_models_loss():
     """The tutorial-style loop steps the same model: its loss on one sentence equals the batched forward's."""
-    spec = importlib.util.spec_from_file_location("benchmark_training", SCRIPTS / "benchmark_training.py")
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
     from attention_course.data import PAD_ID
     from autograder.reference.ch05_gpu_training import masked_cross_entropy
+    from experiments import training_throughput as benchmark
     from experiments.config import CONFIGS
     from experiments.data import make_batch
     from experiments.models import build_model
@@ -183,15 +185,15 @@ def test_make_batch_pads_as_chapter_05s_pad_batch():
 
 
 def test_the_benchmarks_notebook_demo_is_chapter_05s_cell():
-    """scripts/benchmark_training.py re-implements chapter 05's in-notebook run (its DEMO constants), and chapter 05
-    quotes what it recorded (CPU seconds, the final validation loss): the constants must be the notebook's own."""
+    """The training benchmark re-implements chapter 05's in-notebook run (experiments.training_throughput.DEMO),
+    and chapter 05 quotes what it recorded (CPU seconds, the final validation loss): the constants must be the
+    notebook's own."""
     import re
 
     import nbformat
 
-    spec = importlib.util.spec_from_file_location("benchmark_training", SCRIPTS / "benchmark_training.py")
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    from experiments import training_throughput as benchmark
+
     notebook = nbformat.read(course.solution_notebook("05_gpu_training"), as_version=4)
     cells = {cell.get("id"): cell.source for cell in notebook.cells}
     data_cell, loop_cell = cells["cell-20"], cells["cell-34"]

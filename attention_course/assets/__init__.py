@@ -1,10 +1,11 @@
 """Data files the chapters read, shipped inside the package (package data).
 
-They are results of the course's training programs, regenerable from the repository:
+They are results of the course's training programs and benchmarks (``experiments/``) and its diagrams,
+regenerable from the repository:
 
-- ``bottleneck_results.json``: chapter 02's bottleneck curve (``scripts/train_bottleneck.py``);
+- ``bottleneck_results.json``: chapter 02's bottleneck curve (``python -m experiments.bottleneck``);
 - ``benchmark_training.json``: chapter 05's training throughput, batched vs per sentence, with the machine and
-  its load for each run (``scripts/benchmark_training.py --out``);
+  its load for each run (``python -m experiments.benchmark_training --threads 1 --out``);
 - ``translation_results.json`` and ``attention_model.pt``: chapter 05's trained translation
   models (``python -m experiments.translation --config medium``);
 - ``attention_maps.npz`` and ``attention_scorer.pt2``: the maps chapter 06 reads and its model as a black-box
@@ -18,8 +19,10 @@ They are results of the course's training programs, regenerable from the reposit
   chapter 05's RNN with attention, by beam size, length normalisation and source length
   (``python -m experiments.beam --config medium``);
 - ``attention_at_scale_results.json``: chapter 08's memory, time and work of naive, tiled and PyTorch's attention,
-  the per-layer costs and decoding with and without a key-value cache (``scripts/benchmark_attention_at_scale.py``);
-- ``diagrams/``: the chapters' schematic diagrams, SVG (``scripts/draw_diagrams.py``).
+  the per-layer costs and decoding with and without a key-value cache
+  (``python -m experiments.benchmark_attention_at_scale``);
+- ``diagrams/``: the chapters' schematic diagrams, SVG (``python -m scripts.diagrams``; one module per diagram
+  in ``scripts/diagrams/``).
 
 A notebook finds them with :func:`path`, wherever the package is installed::
 

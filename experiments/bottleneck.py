@@ -18,7 +18,7 @@ is why the file records the machine
 
 How to run it, from the repository root:
 
-    .venv/bin/python scripts/train_bottleneck.py
+    .venv/bin/python -m experiments.bottleneck
 
 (``--output PATH`` writes elsewhere, ``--steps N`` shortens a trial run.) After
 regenerating, run ``.venv/bin/python -m autograder generate 02_seq2seq_bottleneck`` so that
@@ -28,11 +28,8 @@ notebook's prose.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -40,9 +37,11 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from attention_course import BOS_ID, EOS_ID, PAD_ID, reversal_task, token_vocabulary
+from autograder.reference import ch02_seq2seq_bottleneck
+from experiments import machine
+from experiments.cli import ASSETS, make_parser
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = ROOT / "attention_course" / "assets" / "bottleneck_results.json"
+DEFAULT_OUTPUT = ASSETS / "bottleneck_results.json"
 
 SETTINGS = {
     "task": "reversal",
@@ -140,15 +139,15 @@ def evaluate(ref, encoder, decoder, settings):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
-    parser.add_argument("--steps", type=int, default=SETTINGS["steps"])
+    parser = make_parser("python -m experiments.bottleneck", __doc__)
+    parser.add_argument(
+        "--output", type=Path, default=DEFAULT_OUTPUT, help="the results file (default: the shipped one)"
+    )
+    parser.add_argument("--steps", type=int, default=SETTINGS["steps"], help="training steps (default: 3000)")
     args = parser.parse_args(argv)
     settings = {**SETTINGS, "steps": args.steps}
 
-    sys.path.insert(0, str(ROOT))  # the reference modules live in autograder/, which is not installed
-    ref = importlib.import_module("autograder.reference.ch02_seq2seq_bottleneck")
-    machine = importlib.import_module("experiments.machine")
+    ref = ch02_seq2seq_bottleneck  # the chapter's reference solutions (autograder/ is not released to students)
     torch.set_num_threads(1)  # small recurrent models: one thread is fastest, and robust on a busy machine
     where = machine.describe_machine()  # the processor, its instruction set, cores, threads and load at the start
 
@@ -169,7 +168,7 @@ def main(argv=None):
         )
     results = {
         "description": "Encoder-decoder (GRU, no attention) on reversal: accuracy by source length. "
-        "Written by scripts/train_bottleneck.py.",
+        "Written by python -m experiments.bottleneck.",
         "settings": settings,
         "seed": SEED,
         "train_seconds": round(train_seconds, 1),
