@@ -14,7 +14,8 @@ The programs (each ``python -m experiments.NAME --help``): the run and its comma
 - :mod:`experiments.soft_maps`: how soft the maps of chapter 06's model are;
 - :mod:`experiments.positions`: chapter 07's Transformer with rotary and ALiBi positions (chapter 08);
 - :mod:`experiments.beam`: chapter 08's beam search on chapter 07's Transformer (over a key-value cache) and
-  chapter 05's RNN with attention.
+  chapter 05's RNN with attention;
+- :mod:`experiments.export_digits`: chapter 09's digits, copied once from scikit-learn into the package.
 
 What they share, one concern a module:
 

@@ -19,6 +19,11 @@ They are results of the course's training programs, regenerable from the reposit
   (``python -m experiments.beam --config medium``);
 - ``attention_at_scale_results.json``: chapter 08's memory, time and work of naive, tiled and PyTorch's attention,
   the per-layer costs and decoding with and without a key-value cache (``scripts/benchmark_attention_at_scale.py``);
+- ``digits.npz``: chapter 09's real images, the 1,797 handwritten digits (8 x 8, 10 classes) of the UCI "Optical
+  Recognition of Handwritten Digits" set, E. Alpaydin and C. Kaynak (1998), https://doi.org/10.24432/C50P49,
+  licensed CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/; the file carries its licence and citation),
+  copied unchanged from scikit-learn's bundled copy (``python -m experiments.export_digits``, once; scikit-learn
+  is not a course dependency); read by :func:`attention_course.images.load_digits`;
 - ``diagrams/``: the chapters' schematic diagrams, SVG (``scripts/draw_diagrams.py``).
 
 A notebook finds them with :func:`path`, wherever the package is installed::
