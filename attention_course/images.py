@@ -11,8 +11,9 @@ made once by ``python -m experiments.export_digits``, the values unchanged) rath
 scikit-learn: the students' environment stays small and works offline, and the data cannot change with a
 library's version.
 
-**Matching marks** (:func:`matching_marks`): ``size x size`` images (32 by default) with two bright marks far
-apart and a few dim distractor marks. The label says whether the two bright marks have the same shape (1) or
+**Matching marks** (:func:`matching_marks`): ``size x size`` images (32 by default) with two bright 4 x 4 marks
+far apart and a few dim distractor marks, each on the 4-pixel grid (so that with 4 x 4 patches each mark is one
+token). The label says whether the two bright marks have the same shape (1) or
 not (0). The pixels that decide the label are known: the bright marks' pixels (``evidence``). Nothing else
 gives the answer away: the first mark's shape is uniform over :data:`SHAPE_NAMES`; the label is drawn
 independently; the second mark repeats the first shape (label 1) or takes one of the others, uniformly
@@ -83,12 +84,11 @@ def digits_split(seed: int = DIGITS_SPLIT_SEED) -> dict[str, tuple[torch.Tensor,
 
 # ---- matching marks ---------------------------------------------------------------------------------------------
 
-MARK_SIZE = 5
-SHAPE_NAMES = ("plus", "cross", "ring")
-SHAPES = {  # 5 x 5 bool patterns
-    "plus": np.array([[0, 0, 1, 0, 0], [0, 0, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 1, 0, 0], [0, 0, 1, 0, 0]], bool),
-    "cross": np.array([[1, 0, 0, 0, 1], [0, 1, 0, 1, 0], [0, 0, 1, 0, 0], [0, 1, 0, 1, 0], [1, 0, 0, 0, 1]], bool),
-    "ring": np.array([[1, 1, 1, 1, 1], [1, 0, 0, 0, 1], [1, 0, 0, 0, 1], [1, 0, 0, 0, 1], [1, 1, 1, 1, 1]], bool),
+MARK_SIZE = 4  # marks are 4 x 4 and sit on the 4-pixel grid: with 4 x 4 patches, one mark is one patch
+SHAPE_NAMES = ("ring", "cross")
+SHAPES = {  # 4 x 4 bool patterns
+    "ring": np.array([[1, 1, 1, 1], [1, 0, 0, 1], [1, 0, 0, 1], [1, 1, 1, 1]], bool),
+    "cross": np.array([[1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 1, 0], [1, 0, 0, 1]], bool),
 }
 MARK_VALUE = 1.0  # the two deciding marks
 DISTRACTOR_VALUE = 0.5  # the distractors: the same shapes, dimmer
@@ -111,22 +111,18 @@ class MatchingMarks(NamedTuple):
     shapes: torch.Tensor
 
 
-def _overlaps(corner, placed, gap: int) -> bool:
-    r, c = corner
-    return any(abs(r - pr) < MARK_SIZE + gap and abs(c - pc) < MARK_SIZE + gap for pr, pc in placed)
-
-
 def matching_marks(n: int, seed: int, size: int = 32, distractors: int = 3) -> MatchingMarks:
     """``n`` images of the matching-marks task, the same for a given ``seed`` on every machine (NumPy's PCG64).
 
-    Each image: two bright 5 x 5 marks whose centres are at least ``size / 2`` pixels apart, and
-    ``distractors`` dim marks of random shapes that touch neither them nor each other (a free pixel around
-    each). Labels are balanced: exactly ``n // 2`` are 1 (``n`` even). Returns a :class:`MatchingMarks`.
+    The image is a grid of 4 x 4 cells (``size`` a multiple of 4); each mark fills one cell. Each image: two
+    bright marks whose centres are at least ``size / 2`` pixels apart, and ``distractors`` dim marks of random
+    shapes in other cells. Labels are balanced: exactly ``n // 2`` are 1 (``n`` even). Returns a
+    :class:`MatchingMarks`.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    if size < 16:
-        raise ValueError(f"size must be at least 16 (two marks far apart and distractors), got {size}")
+    if size < 16 or size % MARK_SIZE:
+        raise ValueError(f"size must be a multiple of {MARK_SIZE}, at least 16 (two marks far apart), got {size}")
     rng = np.random.default_rng(seed)
     K = len(SHAPE_NAMES)
     labels = rng.permutation(n) % 2  # balanced; independent of everything below
@@ -136,10 +132,10 @@ def matching_marks(n: int, seed: int, size: int = 32, distractors: int = 3) -> M
     images = np.zeros((n, size, size), np.float32)
     evidence = np.zeros((n, size, size), bool)
     corners = np.zeros((n, 2, 2), np.int64)
-    top = size - MARK_SIZE  # the largest top-left row or column
+    cells = size // MARK_SIZE  # cells per row and per column
     for i in range(n):
         while True:  # two corners whose marks' centres are at least size / 2 apart
-            a, b = rng.integers(0, top + 1, size=2), rng.integers(0, top + 1, size=2)
+            a, b = MARK_SIZE * rng.integers(0, cells, size=2), MARK_SIZE * rng.integers(0, cells, size=2)
             if np.hypot(*(a - b)) >= size / 2:
                 break
         placed = [tuple(a), tuple(b)]
@@ -150,8 +146,8 @@ def matching_marks(n: int, seed: int, size: int = 32, distractors: int = 3) -> M
             evidence[i, r : r + MARK_SIZE, c : c + MARK_SIZE] |= pattern
         for _ in range(distractors):
             while True:
-                corner = tuple(rng.integers(0, top + 1, size=2))
-                if not _overlaps(corner, placed, gap=1):
+                corner = tuple(MARK_SIZE * rng.integers(0, cells, size=2))
+                if corner not in placed:
                     break
             placed.append(corner)
             r, c = corner

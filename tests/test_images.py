@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course import images
+from attention_course import assets, images
 
 # The class counts of the UCI set's test part (the file scikit-learn bundles), as its description lists them.
 UCI_CLASS_COUNTS = [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
@@ -57,8 +57,9 @@ def test_matching_marks_shapes_and_types():
     assert batch.corners.shape == (6, 2, 2) and batch.shapes.shape == (6, 2)
     assert set(torch.unique(batch.images).tolist()) <= {0.0, images.DISTRACTOR_VALUE, images.MARK_VALUE}
     assert images.matching_marks(4, seed=0, size=48).images.shape == (4, 1, 48, 48)
-    with pytest.raises(ValueError, match="size"):
-        images.matching_marks(4, seed=0, size=8)
+    for size in (8, 30):
+        with pytest.raises(ValueError, match="size"):
+            images.matching_marks(4, seed=0, size=size)
 
 
 def test_matching_marks_is_deterministic():
@@ -77,7 +78,7 @@ def test_matching_marks_are_the_same_on_every_machine():
     assert digest[:16] == MARKS_DIGEST, "matching_marks changed: regenerate chapter 09's shipped results"
 
 
-MARKS_DIGEST = "55597734032edf46"
+MARKS_DIGEST = "e4320954ee1d5c70"
 
 
 def test_the_evidence_is_the_bright_marks_and_they_are_far_apart():
@@ -86,13 +87,14 @@ def test_the_evidence_is_the_bright_marks_and_they_are_far_apart():
     per_mark = images.mark_pixels(batch)
     assert torch.equal(per_mark.any(dim=1), batch.evidence)
     assert not (per_mark[:, 0] & per_mark[:, 1]).any(), "the two marks do not overlap"
+    assert (batch.corners % images.MARK_SIZE == 0).all(), "marks sit on the 4-pixel grid"
     centres = batch.corners.float() + (images.MARK_SIZE - 1) / 2
     assert ((centres[:, 0] - centres[:, 1]).norm(dim=-1) >= 16).all()
     for i in range(5):  # each mark's pixels are its shape's pattern at its corner
         for j in range(2):
             r, c = batch.corners[i, j].tolist()
             pattern = images.SHAPES[images.SHAPE_NAMES[int(batch.shapes[i, j])]]
-            window = batch.images[i, 0, r : r + 5, c : c + 5].numpy() == images.MARK_VALUE
+            window = batch.images[i, 0, r : r + images.MARK_SIZE, c : c + images.MARK_SIZE].numpy() == images.MARK_VALUE
             assert np.array_equal(window, pattern)
     dim = (batch.images[:, 0] == images.DISTRACTOR_VALUE).sum(dim=(1, 2))
     sizes = sorted(int(p.sum()) for p in images.SHAPES.values())
@@ -131,3 +133,14 @@ def test_patch_cover_reads_patches_in_reading_order():
     assert torch.equal(images.patch_cover(batch.evidence, 4), by_pixels)
     with pytest.raises(ValueError, match="divide"):
         images.patch_cover(masks, 3)
+
+
+def test_the_shipped_digits_are_scikit_learns_copy(tmp_path):
+    """Where scikit-learn is installed (the instructor's export only), the export writes the shipped file's arrays."""
+    pytest.importorskip("sklearn")
+    from experiments import export_digits
+
+    made = np.load(export_digits.export(tmp_path), allow_pickle=False)
+    shipped = np.load(assets.path(images.DIGITS_FILE), allow_pickle=False)
+    for key in ("images", "target", "licence", "citation"):
+        assert np.array_equal(made[key], shipped[key]), key
