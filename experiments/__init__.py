@@ -22,7 +22,8 @@ The programs (each ``python -m experiments.NAME --help``): the run and its comma
   :mod:`experiments.training_throughput`;
 - :mod:`experiments.benchmark_attention_at_scale`: chapter 08's memory, time and work of attention at length
   (:mod:`experiments.attention_memory`), the per-layer costs (:mod:`experiments.layer_costs`) and decoding
-  with and without a key-value cache (:mod:`experiments.cached_decoding`).
+  with and without a key-value cache (:mod:`experiments.cached_decoding`);
+- :mod:`experiments.export_digits`: chapter 09's digits, copied once from scikit-learn into the package.
 
 What they share, one concern a module:
 

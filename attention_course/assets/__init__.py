@@ -21,6 +21,11 @@ regenerable from the repository:
 - ``attention_at_scale_results.json``: chapter 08's memory, time and work of naive, tiled and PyTorch's attention,
   the per-layer costs and decoding with and without a key-value cache
   (``python -m experiments.benchmark_attention_at_scale``);
+- ``digits.npz``: chapter 09's real images, the 1,797 handwritten digits (8 x 8, 10 classes) of the UCI "Optical
+  Recognition of Handwritten Digits" set, E. Alpaydin and C. Kaynak (1998), https://doi.org/10.24432/C50P49,
+  licensed CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/; the file carries its licence and citation),
+  copied unchanged from scikit-learn's bundled copy (``python -m experiments.export_digits``, once; scikit-learn
+  is not a course dependency); read by :func:`attention_course.images.load_digits`;
 - ``diagrams/``: the chapters' schematic diagrams, SVG (``python -m scripts.diagrams``; one module per diagram
   in ``scripts/diagrams/``).
 
