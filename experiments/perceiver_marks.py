@@ -14,6 +14,10 @@ Also recorded: where the cross-attention looks, the share of its weights (averag
 the test images) that falls on the two deciding marks' pixels, against their share of the pixels (what uniform
 weights would give), and on all marked pixels (bright and dim).
 
+``--steps-factor K`` trains K times as many updates (the same data stream, the schedule stretched), to see
+whether the Perceiver leaves chance with a larger budget than the ViT needed; its results go to
+``perceiver_marks_xK_results.json``.
+
 The cost of reading more inputs is measured apart: ``python -m experiments.perceiver_cost``.
 Results: ``attention_course/assets/perceiver_marks_results.json`` (``--out``). ``--config tiny`` runs in seconds.
 """
@@ -47,8 +51,13 @@ class PerceiverConfig:
     num_frequencies: int = 4
 
 
-def command(config_name: str) -> str:
-    return f"python -m experiments.perceiver_marks --config {config_name}"
+def command(config_name: str, steps_factor: int = 1) -> str:
+    extra = f" --steps-factor {steps_factor}" if steps_factor != 1 else ""
+    return f"python -m experiments.perceiver_marks --config {config_name}{extra}"
+
+
+def results_file(steps_factor: int = 1) -> str:
+    return RESULTS_FILE if steps_factor == 1 else RESULTS_FILE.replace("_results", f"_x{steps_factor}_results")
 
 
 def build(config: marks_maps.Config, perceiver: PerceiverConfig) -> PerceiverClassifier:
@@ -76,9 +85,12 @@ def where_it_reads(model: PerceiverClassifier, batch, chunk: int = 100) -> dict:
     }
 
 
-def run_perceiver_marks(config_name: str = "full", out: Path | None = None, threads: int = 1, log=print) -> dict:
+def run_perceiver_marks(
+    config_name: str = "full", out: Path | None = None, threads: int = 1, steps_factor: int = 1, log=print
+) -> dict:
     torch.set_num_threads(threads)
     config, perceiver = marks_maps.CONFIGS[config_name], PerceiverConfig()
+    config = dataclasses.replace(config, steps=config.steps * steps_factor, eval_every=config.eval_every * steps_factor)
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     model = build(config, perceiver)
@@ -96,7 +108,8 @@ def run_perceiver_marks(config_name: str = "full", out: Path | None = None, thre
         "description": "chapter 09: a Perceiver (latents reading the 1,024 pixels by the reference "
         "PerceiverCrossAttention, then latent self-attention) on the matching-marks task, with the data, budget and "
         "seed of experiments.marks_maps",
-        "made_by": command(config_name),
+        "made_by": command(config_name, steps_factor),
+        "steps_factor": steps_factor,
         "config": dataclasses.asdict(config),
         "perceiver": dataclasses.asdict(perceiver),
         "inputs": {"M": config.image_size**2, "input_dim": 1 + 2 + 4 * perceiver.num_frequencies},
@@ -112,7 +125,7 @@ def run_perceiver_marks(config_name: str = "full", out: Path | None = None, thre
     results["total_seconds"] = time.perf_counter() - started
     results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     if out is not None:
-        path = Path(out) / RESULTS_FILE
+        path = Path(out) / results_file(steps_factor)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=1) + "\n")
         log(f"wrote {path}")
@@ -124,9 +137,14 @@ def main(argv=None) -> int:
     parser.add_argument("--config", choices=sorted(marks_maps.CONFIGS), default="full")
     parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
     parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads (default 1)")
+    parser.add_argument(
+        "--steps-factor", type=int, default=1, help="train K times as many updates (results: perceiver_marks_xK_...)"
+    )
     parser.add_argument("--out", type=Path, default=ASSETS, help=f"where {RESULTS_FILE} goes")
     args = parser.parse_args(argv)
-    run_perceiver_marks(args.config, out=None if args.no_write else args.out, threads=args.threads)
+    run_perceiver_marks(
+        args.config, out=None if args.no_write else args.out, threads=args.threads, steps_factor=args.steps_factor
+    )
     return 0
 
 
