@@ -328,11 +328,14 @@ def rollout_by_products(attentions, residual=True):
     result = [[[float(i == j) for j in range(T)] for i in range(T)] for _ in range(B)]
     for A in attentions:
         A = A.double().tolist()
-        for b in range(B):
+        for entry in range(B):
             step = [
-                [(0.5 * A[b][i][j] + 0.5 * (i == j)) if residual else A[b][i][j] for j in range(T)] for i in range(T)
+                [(0.5 * A[entry][i][j] + 0.5 * (i == j)) if residual else A[entry][i][j] for j in range(T)]
+                for i in range(T)
             ]
-            result[b] = [[sum(step[i][k] * result[b][k][j] for k in range(T)) for j in range(T)] for i in range(T)]
+            result[entry] = [
+                [sum(step[i][k] * result[entry][k][j] for k in range(T)) for j in range(T)] for i in range(T)
+            ]
     return torch.tensor(result, dtype=torch.float64)
 
 
@@ -403,7 +406,7 @@ def cross_attention_formula(module, latents, inputs, input_mask=None):
     for h in range(H):
         cols = slice(h * E // H, (h + 1) * E // H)
         scores = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(E // H)  # (B, N, M)
-        if input_mask is not None:
+        if isinstance(input_mask, torch.Tensor):
             scores = scores.masked_fill(~input_mask[:, None, :], -math.inf)
         w = torch.softmax(scores, dim=-1)
         weights.append(w)
@@ -443,7 +446,7 @@ def check_cross_attention(PerceiverCrossAttention) -> None:
             "over the heads, "
             f"got {_shape(out)} and {_shape(weights)}"
         )
-        if input_mask is not None:
+        if isinstance(input_mask, torch.Tensor):
             assert torch.all(weights[1, :, 6:] == 0), (
                 f"{what}: the weights at the masked inputs must be exactly 0, got {weights[1, 0, 6:].tolist()} "
                 "(True marks a "

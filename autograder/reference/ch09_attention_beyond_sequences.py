@@ -19,7 +19,7 @@ def patchify(images, patch_size):
     """
     if images.dim() != 4:
         raise ValueError(f"images must be 4-D (B, C, height, width), got shape {tuple(images.shape)}")
-    p = patch_size
+    p = patch_size                                                     # the side of a square patch
     if p < 1:
         raise ValueError(f"patch_size must be at least 1, got {p}")
     B, C, height, width = images.shape
