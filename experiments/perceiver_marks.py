@@ -18,6 +18,10 @@ weights would give), and on all marked pixels (bright and dim).
 whether the Perceiver leaves chance with a larger budget than the ViT needed; its results go to
 ``perceiver_marks_xK_results.json``.
 
+A check that the model can learn at all: the same Perceiver (its sizes, 10 classes) trained on the digits with
+``python -m experiments.vit_digits``'s budget, split and batches (1,500 updates of 64 images, seed 0, learning
+rate 1e-3), reading the 64 pixels the same way; its test accuracy is recorded (``digits_check``).
+
 The cost of reading more inputs is measured apart: ``python -m experiments.perceiver_cost``.
 Results: ``attention_course/assets/perceiver_marks_results.json`` (``--out``). ``--config tiny`` runs in seconds.
 """
@@ -33,7 +37,8 @@ from pathlib import Path
 
 import torch
 
-from experiments import marks_maps
+from attention_course.images import digits_split
+from experiments import marks_maps, vit_digits
 from experiments.cli import ASSETS, make_parser
 from experiments.image_models import PerceiverClassifier, parameter_count
 from experiments.image_training import accuracy, train_classifier
@@ -85,6 +90,29 @@ def where_it_reads(model: PerceiverClassifier, batch, chunk: int = 100) -> dict:
     }
 
 
+def digits_check(perceiver: PerceiverConfig, config_name: str = "full", lr: float = 1e-3) -> dict:
+    """The Perceiver on the digits, with vit_digits's budget and batches (seed 0): its test accuracy."""
+    digits = vit_digits.CONFIGS[config_name]
+    data = digits_split()
+    torch.manual_seed(0)
+    model = PerceiverClassifier(8, num_classes=10, **dataclasses.asdict(perceiver))
+    train_classifier(
+        model,
+        vit_digits.batches(*data["train"], digits.batch_size, digits.steps, 0),
+        digits.steps,
+        lr,
+        eval_every=digits.steps,
+    )
+    return {
+        "steps": digits.steps,
+        "batch_size": digits.batch_size,
+        "lr": lr,
+        "parameters": parameter_count(model),
+        "test_accuracy": accuracy(model, *data["test"]),
+        "test_images": len(data["test"][1]),
+    }
+
+
 def run_perceiver_marks(
     config_name: str = "full", out: Path | None = None, threads: int = 1, steps_factor: int = 1, log=print
 ) -> dict:
@@ -122,6 +150,8 @@ def run_perceiver_marks(
     }
     log(f"Perceiver ({results['parameters']:,} parameters): test accuracy {results['test_accuracy']:.3f}")
     log(f"cross-attention: {results['cross_attention']}")
+    results["digits_check"] = digits_check(perceiver, "tiny" if config_name == "tiny" else "full")
+    log(f"the same Perceiver on the digits: test accuracy {results['digits_check']['test_accuracy']:.3f}")
     results["total_seconds"] = time.perf_counter() - started
     results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     if out is not None:

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from attention_course import assets
-from experiments import marks_maps, perceiver_cost, perceiver_marks
+from experiments import marks_maps, perceiver_cost, perceiver_marks, vit_digits
 from experiments.image_models import fourier_positions, parameter_count, pixel_inputs
 
 
@@ -93,6 +93,7 @@ def test_a_tiny_perceiver_run_writes_the_layout(tmp_path):
     results = perceiver_marks.run_perceiver_marks("tiny", out=tmp_path, log=lambda *a: None)
     assert json.loads((tmp_path / perceiver_marks.RESULTS_FILE).read_text()) == json.loads(json.dumps(results))
     assert results["curve"]["steps"][-1] == marks_maps.CONFIGS["tiny"].steps
+    assert results["digits_check"]["steps"] == vit_digits.CONFIGS["tiny"].steps
 
 
 def test_the_shipped_perceiver_results_use_the_vits_data_and_budget():
@@ -104,7 +105,18 @@ def test_the_shipped_perceiver_results_use_the_vits_data_and_budget():
     config = marks_maps.CONFIGS["full"]
     assert shipped["parameters"] == parameter_count(perceiver_marks.build(config, perceiver_marks.PerceiverConfig()))
     assert shipped["curve"]["steps"][-1] == config.steps and 0 <= shipped["test_accuracy"] <= 1
+    check = shipped["digits_check"]  # the same model can learn: the digits with vit_digits's budget
+    assert check["steps"] == vit_digits.CONFIGS["full"].steps and check["test_images"] == 300
+    assert check["test_accuracy"] * 300 == pytest.approx(round(check["test_accuracy"] * 300))
     test = marks_maps.data(config, "test")
     reads = shipped["cross_attention"]
     assert reads["uniform_weight_on_marks"] == pytest.approx(float(test.evidence.float().mean()))
     assert reads["uniform_weight_on_marked_pixels"] == pytest.approx(float((test.images > 0).float().mean()))
+
+
+def test_the_shipped_longer_perceiver_run_is_five_times_the_budget():
+    shipped = json.loads(assets.path(perceiver_marks.results_file(5)).read_text())
+    vit = json.loads(assets.path(marks_maps.RESULTS_FILE).read_text())["config"]
+    assert shipped["made_by"] == perceiver_marks.command("full", 5) and shipped["steps_factor"] == 5
+    assert shipped["config"] == {**vit, "steps": 5 * vit["steps"], "eval_every": 5 * vit["eval_every"]}
+    assert shipped["curve"]["steps"][-1] == 5 * vit["steps"]
