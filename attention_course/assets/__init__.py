@@ -32,7 +32,8 @@ regenerable from the repository:
   one-mark control, and the pointing game of its maps (rollout, last layer, gradient x input, occlusion) against
   the deciding marks (``python -m experiments.marks_maps --config full``);
 - ``perceiver_marks_results.json``: chapter 09's Perceiver on the matching-marks task, the ViT's data and budget
-  (``python -m experiments.perceiver_marks --config full``);
+  (``python -m experiments.perceiver_marks --config full``), and ``perceiver_marks_x5_results.json``, the same with
+  five times the updates (``python -m experiments.perceiver_marks --config full --steps-factor 5``);
 - ``perceiver_cost_results.json`` and ``perceiver_cost.svg``: chapter 09's memory and time of cross-attention
   against self-attention as the inputs grow from 16 to 16,384, and their log-log plot
   (``python -m experiments.perceiver_cost``);
