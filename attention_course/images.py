@@ -11,16 +11,16 @@ made once by ``python -m experiments.export_digits``, the values unchanged) rath
 scikit-learn: the students' environment stays small and works offline, and the data cannot change with a
 library's version.
 
-**Matching marks** (:func:`matching_marks`): ``size x size`` images (32 by default) with two bright 4 x 4 marks
-far apart and a few dim distractor marks, each on the 4-pixel grid (so that with 4 x 4 patches each mark is one
-token). The label says whether the two bright marks have the same shape (1) or not (0); the shapes are a ring
-and a cross (:data:`SHAPES`, ``K = 2`` of them). The pixels that decide the label are known: the bright marks' pixels (``evidence``). Nothing else
-gives the answer away: the first mark's shape is uniform over :data:`SHAPE_NAMES`; the label is drawn
-independently; the second mark repeats the first shape (label 1) or takes one of the others, uniformly
-(label 0). So each mark's shape alone is uniform whatever the label (for the second: ``P(shape s | same) = 1/K``
-and ``P(shape s | different) = (K - 1) / K * 1 / (K - 1) = 1/K``), and positions and distractors are drawn
-independently of the label: a model that sees only one of the two marks can do no better than chance
-(``python -m experiments.marks_maps`` measures it).
+**Matching marks** (:func:`matching_marks`): ``size x size`` images (32 by default) with two bright 4 x 4 marks far
+apart and a few dim distractor marks, each on the 4-pixel grid (so that with 4 x 4 patches each mark is one token).
+The label says whether the two bright marks have the same shape (1) or not (0); the shapes are a ring and a cross
+(:data:`SHAPES`, ``K = 2`` of them). The pixels that decide the label are known: the bright marks' pixels
+(``evidence``). Nothing else gives the answer away: the first mark's shape is uniform over :data:`SHAPE_NAMES`; the
+label is drawn independently; the second mark repeats the first shape (label 1) or takes one of the others,
+uniformly (label 0). So each mark's shape alone is uniform whatever the label (for the second: ``P(shape s | same)
+= 1/K`` and ``P(shape s | different) = (K - 1) / K * 1 / (K - 1) = 1/K``), and positions and distractors are drawn
+independently of the label: a model that sees only one of the two marks can do no better than chance (``python -m
+experiments.marks_maps`` measures it).
 """
 
 from __future__ import annotations
