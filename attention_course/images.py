@@ -17,8 +17,8 @@ The label says whether the two bright marks have the same shape (1) or not (0); 
 (:data:`SHAPES`, ``K = 2`` of them). The pixels that decide the label are known: the bright marks' pixels
 (``evidence``). Nothing else gives the answer away: the first mark's shape is uniform over :data:`SHAPE_NAMES`; the
 label is drawn independently; the second mark repeats the first shape (label 1) or takes one of the others,
-uniformly (label 0). So each mark's shape alone is uniform whatever the label (for the second: ``P(shape s | same) =
-1/K`` and ``P(shape s | different) = (K - 1) / K * 1 / (K - 1) = 1/K``), and positions and distractors are drawn
+uniformly (label 0). So each mark's shape alone is uniform whatever the label (for the second: ``P(shape s | same)
+= 1/K`` and ``P(shape s | different) = (K - 1) / K * 1 / (K - 1) = 1/K``), and positions and distractors are drawn
 independently of the label: a model that sees only one of the two marks can do no better than chance (``python -m
 experiments.marks_maps`` measures it).
 """
