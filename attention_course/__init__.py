@@ -7,6 +7,7 @@ Everything here supports the chapters without being an exercise:
 - :mod:`attention_course.taggers`: the 1:1 recurrent tagger of chapter 01's experiment;
 - :mod:`attention_course.translation`: the given parts of chapters 05-06's translation model
   (a bidirectional encoder, the model wrapper, greedy translation, BLEU);
+- :mod:`attention_course.images`: chapter 09's images (the handwritten digits, the matching-marks task);
 - :mod:`attention_course.plotting`: figure helpers;
 - :mod:`attention_course.checks`: the helpers of the chapters' visible tests (one module per chapter).
 

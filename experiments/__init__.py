@@ -22,7 +22,12 @@ The programs (each ``python -m experiments.NAME --help``): the run and its comma
   :mod:`experiments.training_throughput`;
 - :mod:`experiments.benchmark_attention_at_scale`: chapter 08's memory, time and work of attention at length
   (:mod:`experiments.attention_memory`), the per-layer costs (:mod:`experiments.layer_costs`) and decoding
-  with and without a key-value cache (:mod:`experiments.cached_decoding`).
+  with and without a key-value cache (:mod:`experiments.cached_decoding`);
+- :mod:`experiments.export_digits`: chapter 09's digits, copied once from scikit-learn into the package;
+- :mod:`experiments.vit_digits`: chapter 09's ViT beside a small CNN and an MLP on the digits, and its patch sizes;
+- :mod:`experiments.marks_maps`: chapter 09's ViT on the matching marks, and where its maps point;
+- :mod:`experiments.perceiver_marks`: chapter 09's Perceiver on the matching marks;
+- :mod:`experiments.perceiver_cost`: chapter 09's cost of cross-attention against self-attention as the inputs grow.
 
 What they share, one concern a module:
 
@@ -32,5 +37,7 @@ What they share, one concern a module:
 - :mod:`experiments.training`: the training loops, seeds, progress bars, precision, ``torchrun`` set-up;
 - :mod:`experiments.evaluation`: greedy decoding, exact match and BLEU by source length, soft attention rows;
 - :mod:`experiments.cli`: where things go, the parser and the options every training program takes.
-- :mod:`experiments.machine`: what every results file records about the machine that made it.
+- :mod:`experiments.machine`: what every results file records about the machine that made it;
+- :mod:`experiments.image_models`: chapter 09's models for images (the reference ViT, a CNN, an MLP, a Perceiver);
+- :mod:`experiments.image_training`: chapter 09's training loop and accuracy for image classifiers.
 """

@@ -33,6 +33,7 @@ REQUIRED = [
     "06_reading_a_map",
     "07_transformer_block",
     "08_attention_at_scale",
+    "09_attention_beyond_sequences",
 ]
 
 

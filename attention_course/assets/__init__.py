@@ -21,6 +21,22 @@ regenerable from the repository:
 - ``attention_at_scale_results.json``: chapter 08's memory, time and work of naive, tiled and PyTorch's attention,
   the per-layer costs and decoding with and without a key-value cache
   (``python -m experiments.benchmark_attention_at_scale``);
+- ``digits.npz``: chapter 09's real images, the 1,797 handwritten digits (8 x 8, 10 classes) of the UCI "Optical
+  Recognition of Handwritten Digits" set, E. Alpaydin and C. Kaynak (1998), https://doi.org/10.24432/C50P49,
+  licensed CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/; the file carries its licence and citation),
+  copied unchanged from scikit-learn's bundled copy (``python -m experiments.export_digits``, once; scikit-learn
+  is not a course dependency); read by :func:`attention_course.images.load_digits`;
+- ``vit_digits_results.json``: chapter 09's Vision Transformer, small CNN and MLP on the digits (3 seeds, learning
+  curves) and the ViT's patch-size sweep (``python -m experiments.vit_digits --config full``);
+- ``marks_maps_results.json`` and ``marks_vit.pt``: chapter 09's ViT trained on the matching-marks task, the
+  one-mark control, and the pointing game of its maps (rollout, last layer, gradient x input, occlusion) against
+  the deciding marks (``python -m experiments.marks_maps --config full``);
+- ``perceiver_marks_results.json``: chapter 09's Perceiver on the matching-marks task, the ViT's data and budget
+  (``python -m experiments.perceiver_marks --config full``), and ``perceiver_marks_x5_results.json``, the same with
+  five times the updates (``python -m experiments.perceiver_marks --config full --steps-factor 5``);
+- ``perceiver_cost_results.json`` and ``perceiver_cost.svg``: chapter 09's memory and time of cross-attention
+  against self-attention as the inputs grow from 16 to 16,384, and their log-log plot
+  (``python -m experiments.perceiver_cost``);
 - ``diagrams/``: the chapters' schematic diagrams, SVG (``python -m scripts.diagrams``; one module per diagram
   in ``scripts/diagrams/``).
 
