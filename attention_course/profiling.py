@@ -7,7 +7,7 @@ factory functions included) and returns, with the result, one :class:`Op` per op
 ``(O, L), ops = record_ops(tiled_attention, Q, K, V, 16)``. A record is plain data (named tuples of
 strings, ints and tuples), so it can be read anywhere: in the notebook, in nbgrader, and through the
 course's class grader, which runs the call in the student's sandbox and records it there
-(``autograder/GRADING.md``). :mod:`attention_course.op_counts` reads what a record says (the largest
+(``autograder/BOUNDARY.md``). :mod:`attention_course.op_counts` reads what a record says (the largest
 tensor created, the matrix products and their cost); its functions can be imported from here too.
 
 **A record you can trust.** A record only says something if the call computed where the recording could
@@ -41,7 +41,7 @@ calls), carries values out of sight one Python number at a time, uses a thread s
 submission can also replace this module's functions before a test imports them. The class grader closes
 that gap and flags the rest: there the test's ``record_ops`` is the grader's own, the recording in the
 student's process is a private copy of this module bound before any student cell runs, and code that
-names this machinery is flagged (``autograder/GRADING.md``, "Recording what the student's code
+names this machinery is flagged (``autograder/BOUNDARY.md``, "Recording what the student's code
 computes"). Record calls on fresh inputs: then no result kept from an earlier call passes for one.
 
 **For tools that run part of a call elsewhere** (the class grader, which sends this one file into the

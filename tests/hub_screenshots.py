@@ -9,14 +9,13 @@ only, and no request leaving the machine (every request but loopback is blocked 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from hub_harness import CHROMIUM
 from hub_server import Hub
 
-from autograder import course
+from autograder import conventions
 
 NBGRADER_MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 
@@ -69,11 +68,7 @@ def take(hub: Hub, instructor: str, student: str, submission_id: str, assignment
             page.screenshot(path=str(folder / "formgrader.png"))
             page.goto(f"{hub.url}/user/{instructor}/formgrader/submissions/{submission_id}/", timeout=90_000)
             page.locator("input.score").first.wait_for(timeout=90_000)
-            written = next(  # the first written question's score box
-                cell["metadata"]["nbgrader"]["grade_id"]
-                for cell in json.loads(course.solution_notebook(assignment).read_text())["cells"]
-                if cell["cell_type"] == "markdown" and cell.get("metadata", {}).get("nbgrader", {}).get("grade")
-            )
+            written = next(iter(conventions.instructor(assignment).written))  # the first written question's score box
             page.locator(f'input.score[id="{written}"]').scroll_into_view_if_needed(timeout=30_000)
             page.mouse.wheel(0, -250)
             page.wait_for_timeout(1000)

@@ -196,3 +196,42 @@ def test_only_the_model_reads_nbgrader_metadata():
     )
     stale = sorted(set(METADATA_READERS) - used)
     assert not stale, f"METADATA_READERS allows what no longer reads the metadata: remove {stale}"
+
+
+MAX_LINES = 450
+# Where long files are the point: the wrong and valid answers (a catalogue, one entry after another).
+LONG_ALLOWED = ("tests/wrong_answers/",)
+SOURCE_SUFFIXES = {".py", ".md", ".sh", ".yml", ".yaml", ".toml", ".cfg", ".txt", ".js", ".css"}
+
+
+def long_files(paths: list[str]) -> dict[str, int]:
+    """The tracked source and prose files over MAX_LINES lines (data, notebooks and drawings excepted)."""
+    found = {}
+    for name in paths:
+        path = course.ROOT / name
+        if Path(name).suffix not in SOURCE_SUFFIXES or name.startswith(LONG_ALLOWED) or not path.is_file():
+            continue
+        lines = len(path.read_text(errors="replace").splitlines())
+        if lines > MAX_LINES:
+            found[name] = lines
+    return found
+
+
+def test_no_source_file_is_over_450_lines():
+    """One job per module: no source or prose file outside tests/wrong_answers/ is over 450 lines (split it by job)."""
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=course.ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert tracked, "git ls-files listed nothing: run the tests from a clone"
+    assert long_files(tracked) == {}, f"files over {MAX_LINES} lines (split each by job): {long_files(tracked)}"
+    # negative control: a long file is found, one under tests/wrong_answers/ is not
+    probe = course.ROOT / "_build" / "layout_probe.py"
+    probe.parent.mkdir(exist_ok=True)
+    probe.write_text("x = 1\n" * (MAX_LINES + 1))
+    try:
+        assert long_files(["_build/layout_probe.py"]) == {"_build/layout_probe.py": MAX_LINES + 1}
+    finally:
+        probe.unlink()
+    assert long_files(["tests/wrong_answers/ch08_attention_at_scale.py"]) == {}
