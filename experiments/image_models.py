@@ -1,10 +1,10 @@
 """Chapter 09's models for images: the reference Vision Transformer, and the models it is compared with.
 
-- :func:`vit`: chapter 09's reference ``VisionTransformer`` (Exercise 9.5), from a :class:`ViTConfig`;
+- :func:`vit`: chapter 09's reference ``VisionTransformer`` (Exercise 9.3), from a :class:`ViTConfig`;
 - :class:`SmallCNN`: two 3 x 3 convolutions (ReLU, "same" padding), a 2 x 2 max-pool after each, a linear head;
 - :class:`MLP`: the flattened pixels through two hidden layers (ReLU);
 - :class:`PerceiverClassifier`: learned latents read the pixels (each with its grey level and its position's
-  Fourier features, :func:`pixel_inputs`) through the reference ``PerceiverCrossAttention`` (Exercise 9.3), then
+  Fourier features, :func:`pixel_inputs`) through the reference ``PerceiverCrossAttention`` (Exercise 9.5), then
   a few self-attention layers over the latents only, then a linear head on their mean.
 
 Every model maps images ``(B, C, H, W)`` to logits ``(B, num_classes)``.

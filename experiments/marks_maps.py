@@ -2,7 +2,7 @@
 
     python -m experiments.marks_maps --config full
 
-1. Trains chapter 09's reference ``VisionTransformer`` (Exercise 9.5; 4 x 4 patches of the 32 x 32 images, so 64
+1. Trains chapter 09's reference ``VisionTransformer`` (Exercise 9.3; 4 x 4 patches of the 32 x 32 images, so 64
    patch tokens and the class token) on the matching-marks task (:func:`attention_course.images.matching_marks`:
    are the two bright marks the same shape?), a fresh batch of generated images at every update (``train_seed +
    step``), and scores it on a fixed test set (``test_seed``). The trained weights go to ``marks_vit.pt``, which
@@ -29,8 +29,9 @@
    exactly: a random ranking of all 64 patches, and a random ranking of the five marked patches only (a map
    that finds the marks but cannot tell the bright from the dim ones). Ties are broken by the patch's index, and
    a map whose top-1 is a tie between patches counts as such. The figures are given over all the images and
-   apart for the two labels (``same``, ``different``): erasing one mark of a pair that differs leaves a single
-   mark, which a model can read as "different" too, so occlusion may see no drop there.
+   apart for the two labels (``same``, ``different``): erasing one mark leaves a single mark, an image unlike any
+   the model was trained on, and how the model reads it decides whether occlusion finds the marks (the shipped
+   run: it finds them on "different" pairs and seldom on "same" ones; see ``methods_by_label``).
 
 The budget is in updates, so the run gives the same model on any machine with the same instruction set.
 Results: ``attention_course/assets/marks_maps_results.json`` and ``marks_vit.pt`` (``--out``). ``--config tiny``

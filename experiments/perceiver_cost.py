@@ -3,7 +3,7 @@
     python -m experiments.perceiver_cost
 
 For M from 16 to 16,384 inputs (powers of 2; ``--sizes``) of width d = 64, one forward pass (float32, eval mode,
-no gradients, one thread) of chapter 09's reference ``PerceiverCrossAttention`` (Exercise 9.3; one head):
+no gradients, one thread) of chapter 09's reference ``PerceiverCrossAttention`` (Exercise 9.5; one head):
 
 - ``cross``: N = 32 latents (``--latents``) read the M inputs: attention weights N x M;
 - ``self``: the same block with every input as a query (the latents are the inputs themselves): M x M, what a

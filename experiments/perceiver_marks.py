@@ -7,7 +7,7 @@ budget, learning-rate schedule and seed of ``python -m experiments.marks_maps`` 
 name: the same generated batches at every update, the same validation and test images), so its test accuracy
 stands beside the ViT's there. Each 32 x 32 image is a set of M = 1,024 inputs, one per pixel: its grey level
 and its position's Fourier features (``num_frequencies`` per axis, Jaegle et al., 2021); N = ``num_latents``
-learned latents read them once through chapter 09's reference ``PerceiverCrossAttention`` (Exercise 9.3), then
+learned latents read them once through chapter 09's reference ``PerceiverCrossAttention`` (Exercise 9.5), then
 ``num_layers`` self-attention layers over the latents alone, then a linear head on the latents' mean.
 
 Also recorded: where the cross-attention looks, the share of its weights (averaged over the heads, the latents and

@@ -5,7 +5,7 @@
 trains, on the course's one split of the 1,797 digits (:func:`attention_course.images.digits_split`: 1,197
 training, 300 validation, 300 test images, 8 x 8), three models of about 18,000 parameters each:
 
-- ``vit``: chapter 09's reference ``VisionTransformer`` (Exercise 9.5): 2 x 2 patches (16 tokens and the class
+- ``vit``: chapter 09's reference ``VisionTransformer`` (Exercise 9.3): 2 x 2 patches (16 tokens and the class
   token), width 32, 4 heads, feed-forward 64, 2 layers;
 - ``cnn``: two 3 x 3 convolutions (32 and 56 channels, ReLU, 2 x 2 max-pool after each) and a linear head;
 - ``mlp``: the 64 pixels through two hidden layers of 100 (ReLU);
