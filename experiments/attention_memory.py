@@ -89,10 +89,11 @@ class TensorMemory(TorchDispatchMode):
         return out
 
 
-def tensor_memory(fn, *args) -> int:
+def tensor_memory(fn, *args, existing=()) -> int:
     """Peak bytes of the tensors created during fn(*args), the returned ones included while alive (views of
-    the arguments are not new memory and do not count)."""
-    mode = TensorMemory(existing=tree_flatten(args)[0])
+    the arguments, and of the tensors in ``existing`` such as a module's weights, are not new memory and do
+    not count)."""
+    mode = TensorMemory(existing=[*tree_flatten(args)[0], *existing])
     with mode:
         result = fn(*args)
     del result

@@ -13,7 +13,7 @@ The only difference between the two is the number of queries, so what changes is
 M x M. Two figures each:
 
 - *tensor memory*: the peak, during the call, of the bytes held by the tensors PyTorch's operators created in it
-  (chapter 08's measure, ``scripts/benchmark_attention_at_scale.py``: every operator's new outputs are counted
+  (chapter 08's measure, :func:`experiments.attention_memory.tensor_memory`: every operator's new outputs are counted
   until their storage is freed; the inputs and the weights are not counted). It depends only on the code and the
   shapes, not on the machine or its load;
 - *time*: the median wall-clock seconds of ``--repeats`` calls after one warm-up (the machine and its load are
@@ -34,14 +34,12 @@ import os
 import statistics
 import sys
 import time
-import weakref
 from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from autograder.reference import ch09_attention_beyond_sequences as ch09
+from experiments.attention_memory import tensor_memory
 from experiments.cli import ASSETS, make_parser
 from experiments.machine import describe_machine
 
@@ -54,45 +52,6 @@ LATENTS = 32
 TARGET_M = 16_384
 TARGET_RATIO = 1 / 50
 WAYS = ("cross", "self")
-
-
-class TensorMemory(TorchDispatchMode):
-    """The bytes held by tensors that operators create while the mode is active, and their peak (chapter 08's
-    measure): each new storage counts once, until a finaliser sees it freed; storages of ``existing`` do not."""
-
-    def __init__(self, existing=()):
-        super().__init__()
-        self.live = self.peak = 0
-        self._seen: set[int] = set()
-        self._existing = {t.untyped_storage().data_ptr() for t in existing if isinstance(t, torch.Tensor)}
-
-    def _release(self, key: int, nbytes: int) -> None:
-        self._seen.discard(key)
-        self.live -= nbytes
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for tensor in tree_flatten(out)[0]:
-            if not isinstance(tensor, torch.Tensor):
-                continue
-            storage = tensor.untyped_storage()
-            key = storage.data_ptr()
-            if key in self._seen or key in self._existing or storage.nbytes() == 0:
-                continue
-            self._seen.add(key)
-            self.live += storage.nbytes()
-            weakref.finalize(storage, self._release, key, storage.nbytes())
-        self.peak = max(self.peak, self.live)
-        return out
-
-
-def tensor_memory(fn, *args, existing=()) -> int:
-    """Peak bytes of the tensors created during ``fn(*args)`` (the arguments and ``existing`` not counted)."""
-    mode = TensorMemory(existing=[*tree_flatten(args)[0], *existing])
-    with mode:
-        result = fn(*args)
-    del result
-    return mode.peak
 
 
 def make_block(width: int = WIDTH, seed: int = 0) -> ch09.PerceiverCrossAttention:
