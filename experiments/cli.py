@@ -32,3 +32,12 @@ def add_run_arguments(parser: argparse.ArgumentParser, quiet: bool = True) -> No
     parser.add_argument("--max-seconds", type=float, default=None, help="stop training each model after this long")
     if quiet:
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_cpu_run_arguments(parser: argparse.ArgumentParser, configs, written: str) -> None:
+    """The options of chapter 09's training programs, which train on the CPU with a budget in updates:
+    ``--config`` (one of ``configs``), ``--no-write``, ``--threads`` and ``--out`` (where ``written`` goes)."""
+    parser.add_argument("--config", choices=sorted(configs), default="full")
+    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads (default 1)")
+    parser.add_argument("--out", type=Path, default=ASSETS, help=f"the folder that receives {written}")

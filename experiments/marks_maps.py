@@ -54,7 +54,7 @@ from torch.nn import functional as F
 from attention_course.images import MatchingMarks, mark_pixels, matching_marks, patch_cover
 from autograder.reference import ch06_attention_maps as ch06
 from autograder.reference import ch09_attention_beyond_sequences as ch09
-from experiments.cli import ASSETS, make_parser
+from experiments.cli import add_cpu_run_arguments, make_parser
 from experiments.image_models import ViTConfig, parameter_count, vit
 from experiments.image_training import accuracy, train_classifier
 from experiments.machine import describe_machine
@@ -330,10 +330,7 @@ def load_model(path: Path, config_name: str = "full") -> torch.nn.Module:
 
 def main(argv=None) -> int:
     parser = make_parser("python -m experiments.marks_maps", __doc__)
-    parser.add_argument("--config", choices=sorted(CONFIGS), default="full")
-    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads (default 1)")
-    parser.add_argument("--out", type=Path, default=ASSETS, help=f"where {RESULTS_FILE} and {MODEL_FILE} go")
+    add_cpu_run_arguments(parser, CONFIGS, f"{RESULTS_FILE} and {MODEL_FILE}")
     args = parser.parse_args(argv)
     run_marks_maps(args.config, out=None if args.no_write else args.out, threads=args.threads)
     return 0

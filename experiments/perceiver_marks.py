@@ -39,7 +39,7 @@ import torch
 
 from attention_course.images import digits_split
 from experiments import marks_maps, vit_digits
-from experiments.cli import ASSETS, make_parser
+from experiments.cli import add_cpu_run_arguments, make_parser
 from experiments.image_models import PerceiverClassifier, parameter_count
 from experiments.image_training import accuracy, train_classifier
 from experiments.machine import describe_machine
@@ -164,13 +164,10 @@ def run_perceiver_marks(
 
 def main(argv=None) -> int:
     parser = make_parser("python -m experiments.perceiver_marks", __doc__)
-    parser.add_argument("--config", choices=sorted(marks_maps.CONFIGS), default="full")
-    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads (default 1)")
+    add_cpu_run_arguments(parser, marks_maps.CONFIGS, RESULTS_FILE)
     parser.add_argument(
         "--steps-factor", type=int, default=1, help="train K times as many updates (results: perceiver_marks_xK_...)"
     )
-    parser.add_argument("--out", type=Path, default=ASSETS, help=f"where {RESULTS_FILE} goes")
     args = parser.parse_args(argv)
     run_perceiver_marks(
         args.config, out=None if args.no_write else args.out, threads=args.threads, steps_factor=args.steps_factor

@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 
 from attention_course.images import DIGITS_SPLIT, DIGITS_SPLIT_SEED, digits_split
-from experiments.cli import ASSETS, make_parser
+from experiments.cli import add_cpu_run_arguments, make_parser
 from experiments.image_models import MLP, SmallCNN, ViTConfig, parameter_count, vit
 from experiments.image_training import accuracy, train_classifier
 from experiments.machine import describe_machine
@@ -259,10 +259,7 @@ def run_vit_digits(config_name: str = "full", out: Path | None = None, threads: 
 
 def main(argv=None) -> int:
     parser = make_parser("python -m experiments.vit_digits", __doc__)
-    parser.add_argument("--config", choices=sorted(CONFIGS), default="full")
-    parser.add_argument("--no-write", action="store_true", help="write no results (a dry run)")
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads (default 1)")
-    parser.add_argument("--out", type=Path, default=ASSETS, help=f"where {RESULTS_FILE} goes")
+    add_cpu_run_arguments(parser, CONFIGS, RESULTS_FILE)
     args = parser.parse_args(argv)
     run_vit_digits(args.config, out=None if args.no_write else args.out, threads=args.threads)
     return 0
