@@ -243,7 +243,7 @@ def chapter_cases(assignment: str) -> dict[str, bytes]:
     """Honest and hostile submissions of any chapter: the reference, the stub, and two that crash
     after the first exercise's hidden test: the reference (its points so far are kept) and the
     stub after forging every assertion helper (no point)."""
-    from autograder.grading.sanitize import load_template
+    from autograder.grading.template import load_template
 
     ref, stb = reference(assignment), stub(assignment)
     first_hidden = min((t for t in load_template(assignment).tests.values() if t.hidden), key=lambda t: t.index)

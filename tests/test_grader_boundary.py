@@ -23,7 +23,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograder import course
 from autograder.authoring import check
 from autograder.conventions import is_demo_cell, is_export_cell
-from autograder.grading import rpc, runner, sanitize, startup, state
+from autograder.grading import rpc, runner, startup, state, template
 from autograder.grading.kernel.rpc import Agent
 from autograder.grading.names import free_names, import_statements
 from autograder.grading.sandbox import Sandbox
@@ -87,11 +87,11 @@ def toy(tmp_path, monkeypatch):
             nbformat.write(nb, path)
         monkeypatch.setattr(course, "solution_notebook", lambda a: tmp_path / "solutions" / a / f"{a}.ipynb")
         monkeypatch.setattr(course, "student_notebook", lambda a: tmp_path / "chapters" / a / f"{a}.ipynb")
-        sanitize.load_template.cache_clear()
+        template.load_template.cache_clear()
         return reference, stub
 
     yield make
-    sanitize.load_template.cache_clear()
+    template.load_template.cache_clear()
 
 
 # ---- 1. names a test assigns are not the student's -----------------------------------------------------
@@ -191,7 +191,7 @@ def test_a_grader_that_sees_cuda_grades_like_one_that_does_not(monkeypatch):
     lost = [(c.grade_id, c.reason) for c in graded.cells if c.kind == "test" and c.score != c.max_score]
     assert not lost, lost
     assert [c.grade_id for c in graded.cells if c.kind == "test"] == list(
-        sanitize.load_template("05_gpu_training").tests
+        template.load_template("05_gpu_training").tests
     )
     stub = _grade("05_gpu_training", nbformat.read(course.student_notebook("05_gpu_training"), as_version=4))
     assert [c.grade_id for c in stub.cells if c.score] == []

@@ -33,8 +33,8 @@ from autograder import course
 from autograder.grading import batch, gradebook
 from autograder.grading.jail import UID_BASE
 from autograder.grading.runner import Options
-from autograder.grading.sanitize import load_template
 from autograder.grading.spares import SparePool
+from autograder.grading.template import load_template
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,

@@ -16,7 +16,8 @@ from grader_zoo import BASE, _bytes, _index, reference, stub, zoo
 
 from autograder.conventions import nbgrader
 from autograder.grading.collect import collect, safe_student_id
-from autograder.grading.sanitize import load_template, prepare
+from autograder.grading.sanitize import prepare
+from autograder.grading.template import load_template
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attention_course.profiling import RecordingError, largest_created, matmuls, record_ops
 from autograder import course
-from autograder.grading import recording, rpc, runner, sanitize
+from autograder.grading import recording, rpc, runner, template
 from autograder.grading.kernel.rpc import Agent
 
 # ---- the student's side: honest answers, the mistake, and the ways around the recording -------------------
@@ -384,9 +384,9 @@ def notebook(tmp_path, monkeypatch):
         nbformat.write(nb, path)
     monkeypatch.setattr(course, "solution_notebook", lambda a: tmp_path / "solutions" / a / f"{a}.ipynb")
     monkeypatch.setattr(course, "student_notebook", lambda a: tmp_path / "chapters" / a / f"{a}.ipynb")
-    sanitize.load_template.cache_clear()
+    template.load_template.cache_clear()
     yield nb
-    sanitize.load_template.cache_clear()
+    template.load_template.cache_clear()
 
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

@@ -22,7 +22,7 @@ from grader_zoo import BASE, _bytes, reference, stub
 from autograder import course
 from autograder.grading import batch, gradebook, leftovers, rebuild
 from autograder.grading.runner import Options
-from autograder.grading.sanitize import load_template
+from autograder.grading.template import load_template
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,

@@ -4,6 +4,8 @@ One submission goes through::
 
     collect.py    submissions (folder, flat folder, zip) -> (student id, notebook bytes)
     sanitize.py   bytes -> the plan: the student's cells, repaired against solutions/, tests restored
+      template.py   what the instructor notebook says a submission must contain (from conventions)
+      suspicious.py patterns of code worth an instructor's look (a note, never a score)
       names.py      which names a cell defines and reads (matching cells; binding a test's names)
     runner.py     the plan -> grades: student code in the sandbox, tests here
       startup.py    a ready sandbox: the kernel started, the agent (kernel/) installed, modules imported

@@ -108,7 +108,7 @@ def _grade_in_worker(submission: collect.Submission, assignment: str, options: O
 
 def failed_result(submission: collect.Submission, assignment: str, status: str, notes=()) -> Result:
     """The row of a submission that could not be graded: every graded cell scores 0."""
-    from autograder.grading.sanitize import load_template
+    from autograder.grading.template import load_template
 
     template = load_template(assignment)
     cells = [

@@ -214,7 +214,7 @@ def _choose_notebook(student: str, files: list[_File], assignment: str) -> Submi
 
 def _by_content(notebooks: list[_File], assignment: str) -> list[_File]:
     """The notebooks that hold the most nbgrader cells of this assignment (if exactly one does)."""
-    from autograder.grading.sanitize import load_template
+    from autograder.grading.template import load_template
 
     ids = load_template(assignment).grade_ids
     counts = []

@@ -23,7 +23,7 @@ from autograder.grading import classreport, gradebook, lateness, records, releas
 
 def rebuild(out: Path, work: Path, assignment: str, roster: set[str] | None = None, due: str | None = None) -> list:
     """Write every report of ``assignment`` in ``out``; returns the records they were made from."""
-    from autograder.grading.sanitize import load_template
+    from autograder.grading.template import load_template
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -38,9 +38,10 @@ from autograder.grading.deadline import alarm
 from autograder.grading.jail import Limits
 from autograder.grading.names import free_names, loaded_names
 from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
-from autograder.grading.sanitize import Template, load_template, prepare
+from autograder.grading.sanitize import prepare
 from autograder.grading.spares import SparePool
 from autograder.grading.startup import ready_sandbox
+from autograder.grading.template import Template, load_template
 from autograder.grading.testcell import run_test_cell
 
 MESSAGE_CHARS = 4000

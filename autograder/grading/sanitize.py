@@ -2,7 +2,7 @@
 
 Nothing in a submission is trusted: not its JSON, not its encoding, not its nbgrader
 metadata. The instructor notebook of the assignment (``solutions/``) is the template
-(:class:`Template`): it says which cells are answers, which are tests (with their points
+(:class:`template.Template`): it says which cells are answers, which are tests (with their points
 and their hidden part) and which are written questions. The submission only contributes
 its answers, its other code cells and its order:
 
@@ -15,8 +15,8 @@ its answers, its other code cells and its order:
 - an answer or written cell that cannot be found is reported (``cells_missing``);
 - a notebook from another assignment is recognised (status ``wrong_assignment``), so are a
   different kernel (``kernel_name``), non-UTF-8 bytes (``non_utf8``, decoded as cp1252), and
-  code that tries things a submission should not (``suspicious_code``, a note for the
-  instructor; it never changes a score).
+  code that tries things a submission should not (``suspicious_code``, suspicious.py: a note for
+  the instructor; it never changes a score).
 
 :func:`prepare` returns a :class:`Plan`: the steps to run, in order (student code runs in
 the sandbox, tests in the grader), or the one-word status that says why there is nothing
@@ -27,126 +27,21 @@ to run (``empty_file``, ``invalid_json``, ``invalid_notebook``, ``wrong_assignme
 from __future__ import annotations
 
 import copy
-import functools
 import json
-import re
 from dataclasses import dataclass, field
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import conventions, course
 from autograder.conventions import nbgrader as _template_metadata
 from autograder.conventions import normalise as _normalise
 from autograder.conventions import without_regions
-from autograder.grading.names import defined_names, import_statements
+from autograder.grading.names import defined_names
+from autograder.grading.suspicious import suspicious
+from autograder.grading.template import Template, other_assignments
 
 MAX_BYTES = 32 << 20
 MAX_CELLS = 2000
-SUSPICIOUS = {
-    "process control": r"\bos\s*\.\s*(_exit|fork|kill|system|exec\w*|spawn\w*|setuid)\b|\bsys\s*\.\s*exit\b",
-    "native code": r"\bctypes\b|\bcffi\b",
-    "subprocesses": r"\bsubprocess\b|\bmultiprocessing\b|\bpty\b",
-    "network": r"\bsocket\b|\burllib\b|\brequests\b|\bhttp\.client\b",
-    "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)\b",
-    "patching the interpreter": r"\bbuiltins\b|__builtins__|\b(sys|threading)\s*\.\s*"
-    r"(modules|settrace|setprofile|meta_path)\b|\bgc\s*\.\s*(get_objects|get_referrers|get_referents)\b",
-    "patching test helpers": r"\b(np|numpy|torch)\s*\.\s*testing\s*\.\s*\w+\s*=|\bsetattr\s*\(\s*(np|numpy|torch)\b",
-    "IPython internals": r"\bget_ipython\s*\(\s*\)\s*\.\s*(events|ast_transformers|run_cell|set_custom_exc|user_ns)",
-    "grader files": r"\bsolutions\b|\bautograder\b|gradebook",
-    "dynamic code": r"(?<![.\w])(exec|eval|compile)\s*\(|__import__\s*\(",
-    # what would switch off or fool the recording of chapter 08's tests (attention_course.profiling)
-    "switching off the recording": r"\b(_DisableTorchDispatch|DisableTorchFunction\w*|no_dispatch"
-    r"|_disable_current_modes|_pop_mode\w*|_push_mode|_python_dispatch|_mode_utils|_unset_dispatch_mode|\w*_torch_(dispatch|function)_stack"
-    r"|_get_(dispatch|function)_stack_at|_get_current_(dispatch|function)_mode\w*|_ExcludeDispatchKeyGuard"
-    r"|_IncludeDispatchKeyGuard|_dispatch_tls_\w+|_op_dk|redispatch|_unsafe_set_version_counter|_tensor_str"
-    r"|TorchDispatchMode|TorchFunctionMode|__torch_dispatch__|__torch_function__)\b",
-    "patching the recording": r"\bprofiling\s*\.\s*\w+\s*=(?!=)|\bsetattr\s*\(\s*profiling\b"
-    r"|\b(record_ops|largest_created|matmuls|matmul_flops|active_recording|Recording)\s*=(?!=)",
-    "the grader's agent": r"__autograder__|\b_autograder_\w+",
-}
-
-
-@dataclass
-class TestCell:
-    grade_id: str
-    points: float
-    source: str  # the instructor's, hidden tests included
-    released: str  # what students see
-    index: int  # position in the instructor notebook
-    hidden: bool  # has a hidden part
-
-
-@dataclass
-class Template:
-    """What the instructor notebook of an assignment says a submission must contain."""
-
-    assignment: str
-    notebook: nbformat.NotebookNode
-    tests: dict[str, TestCell]
-    answers: dict[str, tuple[int, set[str]]]  # grade_id -> (index, names it defines)
-    written: dict[str, tuple[int, float, str]]  # grade_id -> (index, points, normalised prompt above it)
-    locked: dict[str, int]  # other nbgrader cells (read-only text) -> index
-    imports: list[tuple[str, set[str]]]  # trusted import statements and the names they bind
-    hidden_lines: set[str]  # normalised lines of the hidden tests that appear nowhere public
-    kernel_name: str
-    indices: dict[str, int]  # grade_id -> position in the instructor notebook
-    given: set[str] = field(default_factory=set)  # normalised code cells every student receives as they are
-
-    @property
-    def grade_ids(self) -> set[str]:
-        return set(self.tests) | set(self.answers) | set(self.written) | set(self.locked)
-
-    @property
-    def max_score(self) -> float:
-        return sum(t.points for t in self.tests.values()) + sum(w[1] for w in self.written.values())
-
-    def cell(self, grade_id: str):
-        return self.notebook.cells[self.indices[grade_id]]
-
-
-@functools.cache
-def load_template(assignment: str) -> Template:
-    """The template of an assignment: the model of its instructor notebook (autograder.conventions),
-    with the test cells as released in ``chapters/``."""
-    model, released = conventions.instructor(assignment), conventions.student(assignment)
-    tests, answers, written, locked, imports = {}, {}, {}, {}, []
-    previous_markdown = ""
-    for cell in model.cells:
-        if cell.kind == "test":
-            released_cell = released.by_grade_id.get(cell.grade_id)
-            tests[cell.grade_id] = TestCell(
-                cell.grade_id, cell.points or 0.0, cell.source,
-                cell.source if released_cell is None else released_cell.source, cell.index, cell.hidden,
-            )  # fmt: skip
-        elif cell.kind == "answer":
-            answers[cell.grade_id] = (cell.index, defined_names(cell.source))
-        elif cell.kind == "written":
-            written[cell.grade_id] = (cell.index, cell.points or 0.0, previous_markdown)
-        elif cell.grade_id:
-            locked[cell.grade_id] = cell.index
-        if cell.cell_type == "code" and cell.kind != "test":
-            imports.extend(import_statements(cell.source))
-        if cell.cell_type == "markdown" and cell.kind != "written":
-            previous_markdown = _normalise(without_regions(cell.source))  # as released: no rubric
-    indices = {grade_id: cell.index for grade_id, cell in model.by_grade_id.items()}
-    given = {_normalise(c.source) for c in released.cells if c.cell_type == "code"}
-    return Template(assignment, model.node(), tests, answers, written, locked, imports, model.hidden_lines(),
-                    model.kernel_name, indices, given)  # fmt: skip
-
-
-@functools.cache
-def _other_assignments(assignment: str) -> dict[str, tuple[set[str], set[str]]]:
-    """For every other assignment: (its grade ids, the names its answers define)."""
-    others = {}
-    for other in course.assignments():
-        if other != assignment:
-            try:
-                t = load_template(other)
-            except (OSError, ValueError):  # a chapter being written (no student notebook yet)
-                continue
-            others[other] = (t.grade_ids, set().union(*(names for _, names in t.answers.values())))
-    return others
 
 
 @dataclass
@@ -235,10 +130,6 @@ def parse(data: bytes, plan: Plan) -> list[dict] | None:
 # ---- cells -> plan ---------------------------------------------------------------------------------
 
 
-def _suspicious(source: str) -> list[str]:
-    return [what for what, pattern in SUSPICIOUS.items() if re.search(pattern, source)]
-
-
 def _identify(cell: dict, previous: dict | None, template: Template, used: set[str]) -> str | None:
     """The grade id of a cell that has no (valid) nbgrader metadata, recognised by its content."""
     if cell["cell_type"] == "code":
@@ -280,7 +171,7 @@ def prepare(data: bytes, template: Template) -> Plan:
     names = set().union(*(defined_names(c["source"]) for c in cells if c["cell_type"] == "code"))
     answer_names = set().union(*(n for _, n in template.answers.values()))
     if not theirs & ours and not names & answer_names:
-        for other, (ids, other_names) in _other_assignments(template.assignment).items():
+        for other, (ids, other_names) in other_assignments(template.assignment).items():
             if theirs & ids or (not theirs and names & other_names):
                 plan.status = "wrong_assignment"
                 plan.flags.add("wrong_assignment")
@@ -312,7 +203,7 @@ def prepare(data: bytes, template: Template) -> Plan:
             grade_id = None
         if cell["cell_type"] == "code":
             made = _clean_cell(cell)
-            if _normalise(cell["source"]) not in template.given and (found := _suspicious(cell["source"])):
+            if _normalise(cell["source"]) not in template.given and (found := suspicious(cell["source"])):
                 plan.flags.add("suspicious_code")
                 plan.notes.extend(f"suspicious code ({what}): {_normalise(cell['source'])[:120]}" for what in found)
             if grade_id in template.answers:

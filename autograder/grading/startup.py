@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder.grading import kernel, recording
 from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
-from autograder.grading.sanitize import Template
+from autograder.grading.template import Template
 
 _KERNEL = Path(kernel.__file__).parent
 

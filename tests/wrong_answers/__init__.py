@@ -52,7 +52,7 @@ from autograder import conventions, course
 from autograder.conventions import without_markers
 from autograder.grading.deadline import alarm
 from autograder.grading.names import free_names
-from autograder.grading.sanitize import load_template
+from autograder.grading.template import load_template
 from autograder.grading.testcell import run_test_cell
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # demo imports may pull in pyplot; never open a window
