@@ -4,14 +4,14 @@ The coordinator (the ``grade`` process, batch.py) collects, skips what is graded
 each remaining submission to the scheduler as one task, :func:`grade_task`; as each finishes it
 keeps the Result that came back (as data) in the gradebook and OUT/, exactly as with local workers:
 only the coordinator writes anything. Each Dask worker (one process, one thread) grades in a
-grading process of its own, the one batch.py's ``--jobs`` workers use (``batch.worker_pool(1)``:
+grading process of its own, the one batch.py's ``--jobs`` workers use (``workers.worker_pool(1)``:
 torch imported once, a sandbox slot claimed machine-wide (slots.py), its spare sandboxes, the time
 limit in its main thread), in the same sandbox with the same limits, as root on the worker.
 
 - The worker's grader must be the coordinator's: each task carries the coordinator's grader and
   assignment digests (records.py); a worker whose files differ grades nothing and returns a
   ``grader_error`` that says so.
-- Nothing is lost: an exception in a task is a ``grader_error`` Result (batch._grade_in_worker); a
+- Nothing is lost: an exception in a task is a ``grader_error`` Result (workers._grade_in_worker); a
   worker that dies mid-task has its tasks rescheduled by the scheduler on the others; a task whose
   workers died ``ALLOWED_FAILURES + 1`` times (KilledWorker) comes back as a ``grader_error`` with
   that note. Nothing is doubled: a task run twice gives the coordinator one result (one future),
@@ -116,7 +116,7 @@ def grade_on_cluster(address: str, tls_dir: Path, pending: list, assignment: str
     cannot be reached (or refuses this client's certificate)."""
     from distributed import Client, KilledWorker, as_completed
 
-    from autograder.grading.batch import failed_result, spares_ahead
+    from autograder.grading.workers import failed_result, spares_ahead
 
     expected, run = _expected(assignment), uuid.uuid4().hex[:8]
     try:
@@ -172,7 +172,7 @@ class _WorkerState:
 
     def grading_pool(self):
         if self.pool is None:
-            from autograder.grading.batch import worker_pool
+            from autograder.grading.workers import worker_pool
 
             self.pool = self.stack.enter_context(worker_pool(1))
         return self.pool
@@ -193,7 +193,7 @@ _LOCK = threading.Lock()
 
 def grade_task(submission, assignment: str, options, prestart: int, expected: dict):
     """The task a Dask worker runs for one submission: its Result, never an exception."""
-    from autograder.grading.batch import _grade_in_worker, failed_result
+    from autograder.grading.workers import _grade_in_worker, failed_result
 
     global _STATE
     host = socket.gethostname()
