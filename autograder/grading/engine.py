@@ -49,10 +49,13 @@ from autograder.grading import leftovers, records
 
 CA = "ca.pem"
 ALLOWED_FAILURES = 2  # a task survives two dead workers; the third death makes it a KilledWorker
-# what every party of a grading cluster runs with (the scheduler's allowed failures; encryption required)
+# what every party of a grading cluster runs with: encryption required; the scheduler's allowed failures; no
+# HTTP routes (Dask serves some even without the dashboard: pages naming the tasks, hence the students)
 ENVIRONMENT = {
     "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True",
     "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(ALLOWED_FAILURES),
+    "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES": "[]",
+    "DASK_DISTRIBUTED__WORKER__HTTP__ROUTES": "[]",
 }
 CONNECT_S = 60
 START_S = 180
@@ -71,16 +74,17 @@ def tls_arguments(tls_dir: Path, party: str) -> list[str]:
 
 
 def scheduler_arguments(tls_dir: Path) -> list[str]:
-    """The options of ``dask scheduler`` in a grading cluster, here and in deploy/dask/ (no dashboard: it
-    would be one more door)."""
-    return ["--protocol", "tls", "--no-dashboard", *tls_arguments(tls_dir, "scheduler")]
+    """The options of ``dask scheduler`` in a grading cluster, here and in deploy/dask/ (no dashboard, and its
+    HTTP server, which serves no route (ENVIRONMENT), on the loopback interface: no door besides TLS)."""
+    return ["--protocol", "tls", "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+            *tls_arguments(tls_dir, "scheduler")]  # fmt: skip
 
 
 def worker_arguments(tls_dir: Path) -> list[str]:
     """The options of ``dask worker`` in a grading cluster, here and in deploy/dask/: one process (no nanny) and
     one thread, grading one submission at a time; no memory limit of Dask's (the sandbox has its own)."""
-    return ["--nthreads", "1", "--nworkers", "1", "--no-nanny", "--no-dashboard", "--memory-limit", "0",
-            *tls_arguments(tls_dir, "worker")]  # fmt: skip
+    return ["--nthreads", "1", "--nworkers", "1", "--no-nanny", "--no-dashboard", "--dashboard-address",
+            "127.0.0.1:0", "--memory-limit", "0", *tls_arguments(tls_dir, "worker")]  # fmt: skip
 
 
 def address_problem(address: str, tls_dir: Path | None) -> str | None:
