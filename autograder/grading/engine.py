@@ -197,30 +197,40 @@ _LOCK = threading.Lock()
 
 def grade_task(submission, assignment: str, options, prestart: int, expected: dict):
     """The task a Dask worker runs for one submission: its Result, never an exception."""
+    from autograder.grading.workers import failed_result
+
+    host = socket.gethostname()
+    try:
+        mine = _expected(assignment)
+        if mine != expected:
+            differs = " and ".join(k for k in mine if mine[k] != expected.get(k))
+            note = (f"not graded: the Dask worker on {host} has another {differs} than the coordinator "
+                    f"({mine} against {expected}); install the same course on every worker")  # fmt: skip
+            return failed_result(submission, assignment, "grader_error", [note])
+        with _LOCK:
+            return _grade_here(submission, assignment, options, prestart, host)
+    except Exception:  # this worker's course or machinery failed (its files, scratch folder, slot): a row says so
+        note = f"the Dask worker on {host} could not grade: {traceback.format_exc(limit=4)}"
+        return failed_result(submission, assignment, "grader_error", [note])
+
+
+def _grade_here(submission, assignment: str, options, prestart: int, host: str):
+    """Grade in this worker's grading process (started at the first task, started again if it died)."""
+    from concurrent.futures.process import BrokenProcessPool
+
     from autograder.grading.workers import _grade_in_worker, failed_result
 
     global _STATE
-    host = socket.gethostname()
-    mine = _expected(assignment)
-    if mine != expected:
-        differs = " and ".join(k for k in mine if mine[k] != expected.get(k))
-        note = (f"not graded: the Dask worker on {host} has another {differs} than the coordinator "
-                f"({mine} against {expected}); install the same course on every worker")  # fmt: skip
-        return failed_result(submission, assignment, "grader_error", [note])
-    with _LOCK:
-        _STATE = _STATE or _WorkerState()
-        if problem := _STATE.sandbox_problem(options.unsafe):
-            return failed_result(submission, assignment, "grader_error", [f"the Dask worker on {host}: {problem}"])
-        options = dataclasses.replace(options, workdir=_STATE.scratch)  # this machine's, not the coordinator's
-        from concurrent.futures.process import BrokenProcessPool
-
-        for _attempt in range(2):
-            try:
-                future = _STATE.grading_pool().submit(_grade_in_worker, submission, assignment, options, prestart)
-                return future.result()
-            except BrokenProcessPool:
-                _STATE.reset()
-        return failed_result(submission, assignment, "grader_error", [f"the grading process on {host} crashed twice"])
+    _STATE = _STATE or _WorkerState()
+    if problem := _STATE.sandbox_problem(options.unsafe):
+        return failed_result(submission, assignment, "grader_error", [f"the Dask worker on {host}: {problem}"])
+    options = dataclasses.replace(options, workdir=_STATE.scratch)  # this machine's, not the coordinator's
+    for _attempt in range(2):
+        try:
+            return _STATE.grading_pool().submit(_grade_in_worker, submission, assignment, options, prestart).result()
+        except BrokenProcessPool:
+            _STATE.reset()
+    return failed_result(submission, assignment, "grader_error", [f"the grading process on {host} crashed twice"])
 
 
 # ---- a cluster on this machine ----------------------------------------------------------------------
