@@ -16,7 +16,7 @@ import pytest
 from grader_zoo import BASE, _bytes, reference
 
 from autograder import course
-from autograder.grading import certs, collect, engine, slots
+from autograder.grading import certs, collect, engine, records, slots
 from autograder.grading.runner import Options
 
 
@@ -71,6 +71,13 @@ def test_a_worker_whose_grader_differs_grades_nothing():
     assert result.status == "grader_error" and result.score == 0
     assert "has another grader than the coordinator" in result.notes[-1], result.notes
     assert engine._STATE is None, "it started a grading process for a task it must refuse"
+
+
+def test_who_grades_is_not_part_of_the_grader_version():
+    """The engine, the worker processes, their slots and the certificates decide who grades, not how: a record
+    graded by local workers stays up to date when the class moves to Dask, and the reverse."""
+    assert not {"engine", "workers", "slots", "certs", "batch"} & set(records.grading_modules())
+    assert {"runner", "sandbox", "jail", "startup", "spares"} <= set(records.grading_modules())
 
 
 _HOLD = """
