@@ -1,13 +1,15 @@
 """``python -m autograder grade``: grade a whole class, in parallel, and write everything out.
 
     python -m autograder grade ASSIGNMENT SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--memory MB]
+    python -m autograder grade ASSIGNMENT SUBMISSIONS --out OUT --scheduler tls://HOST:PORT --tls DIR
 
 1. collect the submissions (collect.py): one per student, or a status saying why there is none;
 2. make sure nbgrader's gradebook knows the assignment (gradebook.py);
-3. grade them, N at a time: each worker process (spawned once, torch and numpy imported once)
-   grades one submission after another (runner.py), each in a fresh sandbox of its own
-   (one sandbox user per worker), the next one's sandbox starting while the current one is
-   graded;
+3. grade them, N at a time: each worker process (workers.py: spawned once, torch and numpy
+   imported once) grades one submission after another (runner.py), each in a fresh sandbox of
+   its own (one sandbox user per worker), the next one's sandbox starting while the current one
+   is graded; or, with ``scheduler``, on the workers of a Dask cluster (engine.py), which run
+   the same worker processes;
 4. as each result arrives, keep its scores and autograded notebook in the gradebook, then its
    record in ``OUT/results/`` (written atomically, last: records.py);
 5. write ``OUT/grades.csv``, ``OUT/details.csv`` and the feedback pages from every record of
