@@ -1,13 +1,15 @@
 """``python -m autograder grade``: grade a whole class, in parallel, and write everything out.
 
     python -m autograder grade ASSIGNMENT SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--memory MB]
+    python -m autograder grade ASSIGNMENT SUBMISSIONS --out OUT --scheduler tls://HOST:PORT --tls DIR
 
 1. collect the submissions (collect.py): one per student, or a status saying why there is none;
 2. make sure nbgrader's gradebook knows the assignment (gradebook.py);
-3. grade them, N at a time: each worker process (spawned once, torch and numpy imported once)
-   grades one submission after another (runner.py), each in a fresh sandbox of its own
-   (one sandbox user per worker), the next one's sandbox starting while the current one is
-   graded;
+3. grade them, N at a time: each worker process (workers.py: spawned once, torch and numpy
+   imported once) grades one submission after another (runner.py), each in a fresh sandbox of
+   its own (one sandbox user per worker), the next one's sandbox starting while the current one
+   is graded; or, with ``scheduler``, on the workers of a Dask cluster (engine.py), which run
+   the same worker processes;
 4. as each result arrives, keep its scores and autograded notebook in the gradebook, then its
    record in ``OUT/results/`` (written atomically, last: records.py);
 5. write ``OUT/grades.csv``, ``OUT/details.csv`` and the feedback pages from every record of
@@ -25,14 +27,10 @@ submission (status ``grader_error``, a bug to report); 2 when it could not run a
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
 import shutil
 import sys
 import tempfile
 import time
-import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -44,98 +42,14 @@ from autograder import course
 from autograder.grading import collect, gradebook, leftovers, records, report
 from autograder.grading.jail import sandbox_problem
 from autograder.grading.rebuild import missing, rebuild
-from autograder.grading.runner import CellGrade, Options, Result
-from autograder.grading.spares import SparePool
+from autograder.grading.runner import Options, Result
+from autograder.grading.workers import _grade_in_worker, failed_result, spares_ahead, worker_pool
+
+__all__ = ["failed_result", "grade_class", "spares_ahead", "worker_pool"]  # the last three: workers.py's
 
 DEFAULT_WORK = course.GRADING_WORK  # as in autograder/nbgrader_config.py
 
-# ---- worker processes ---------------------------------------------------------------------------
-
-
-class _Worker:
-    """What one worker process keeps between its submissions: its sandbox slot and its spare sandboxes."""
-
-    def __init__(self, slot: int):
-        self.slot = slot
-        self.spares = SparePool()
-
-
-_WORKER: _Worker | None = None  # set once in each worker process, by _init_worker
-
-
-def _watch_parent() -> None:
-    """A worker outlives a run killed with SIGKILL: it ends within a second of its run."""
-    import threading
-
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(1)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
-
-
-def _init_worker(slots) -> None:
-    """Runs once in each worker: take a sandbox slot, import the heavy modules, one thread each."""
-    global _WORKER
-    _watch_parent()
-    _WORKER = _Worker(slots.get())
-    if str(course.ROOT) not in sys.path:  # the hidden tests import autograder.reference
-        sys.path.insert(0, str(course.ROOT))
-    import numpy  # noqa: F401
-    import torch
-
-    torch.set_num_threads(1)
-    from multiprocessing.util import Finalize
-
-    Finalize(None, _WORKER.spares.close, exitpriority=10)  # the spare sandboxes go with the worker
-
-
-def _grade_in_worker(submission: collect.Submission, assignment: str, options: Options, prestart: int) -> Result:
-    from autograder.grading import runner
-
-    try:
-        result = runner.grade(submission.student_id, submission.data, assignment, options, _WORKER.slot,
-                              submission.source, prestart, _WORKER.spares)  # fmt: skip
-        result.flags = sorted(set(result.flags) | set(submission.flags))
-        result.notes = [*submission.notes, *result.notes]
-        return result
-    except Exception:
-        return failed_result(submission, assignment, "grader_error", [traceback.format_exc(limit=8)])
-
-
-def failed_result(submission: collect.Submission, assignment: str, status: str, notes=()) -> Result:
-    """The row of a submission that could not be graded: every graded cell scores 0."""
-    from autograder.grading.template import load_template
-
-    template = load_template(assignment)
-    cells = [
-        CellGrade(gid, "test", 0.0, test.points, status, hidden=test.hidden) for gid, test in template.tests.items()
-    ]
-    cells += [CellGrade(gid, "written", 0.0, w[1], status) for gid, w in template.written.items()]
-    cells.sort(key=lambda cell: template.indices[cell.grade_id])
-    return Result(submission.student_id, assignment, status, sorted(set(submission.flags)),
-                  [*submission.notes, *notes], cells, None, 0.0, submission.source)  # fmt: skip
-
-
-# ---- progress ----------------------------------------------------------------------------------------
-
-
 # ---- the whole class ---------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def worker_pool(jobs: int):
-    """``jobs`` grading workers (spawned: a clean process each, torch imported once, one sandbox slot each)."""
-    context = multiprocessing.get_context("spawn")
-    slots = context.Queue()
-    for slot in range(jobs):
-        slots.put(slot)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(slots,)) as pool:  # fmt: skip
-        yield pool
 
 
 def grade_class(
@@ -154,15 +68,25 @@ def grade_class(
     id_from: str = "name",
     roster: set[str] | None = None,
     due: str | None = None,
+    scheduler: str | None = None,
+    tls: Path | None = None,
 ) -> int:
     """Grade every submission of ``assignment`` under ``submissions`` into ``out``; the exit status.
 
     ``pool`` (from :func:`worker_pool`) lets several calls share their workers. A submission whose
     finished record is up to date is skipped unless ``force`` (or ``retry_failed``, for the ones that
     could not be graded); ``lms``/``id_from``: collect.collect; ``roster``: the course's student ids;
-    ``due``: the due date, written to the gradebook."""
+    ``due``: the due date, written to the gradebook. ``scheduler``: the address of a Dask scheduler
+    (``tls://host:port``) whose workers grade instead of ``jobs`` local ones, ``tls`` the folder of the
+    certificates (engine.py); then the sandboxes are the workers', and this process needs no root."""
     options = options or Options()
-    if not options.unsafe and (problem := sandbox_problem()):
+    if scheduler is not None:
+        from autograder.grading import engine
+
+        if problem := engine.address_problem(scheduler, tls):
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    elif not options.unsafe and (problem := sandbox_problem()):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     out, work = Path(out), Path(work)
@@ -173,7 +97,8 @@ def grade_class(
     except (OSError, ValueError) as exc:  # not a folder, not a zip, unreadable
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if pool is None and not options.unsafe:  # (a shared pool's spare sandboxes are alive, not left over)
+    # (a shared pool's spare sandboxes are alive, not left over; a cluster's workers clean their own machines)
+    if pool is None and scheduler is None and not options.unsafe:
         for line in leftovers.sweep():
             print(f"cleaned up after a killed run: {line}", file=sys.stderr)
     records.clean_partial(out)
@@ -205,6 +130,13 @@ def grade_class(
                 keep(failed_result(submission, assignment, submission.status))
             else:
                 pending.append(submission)
+        if scheduler is not None:  # the Dask workers grade (a task whose workers all died comes back failed)
+            try:
+                engine.grade_on_cluster(scheduler, tls, pending, assignment, options, keep)
+            except OSError as exc:  # no scheduler there, or it refused this process's certificate
+                print(f"error: the Dask scheduler {scheduler}: {exc}", file=sys.stderr)
+                return 2
+            pending = []
         for _attempt in range(2):  # a worker that dies takes its pool down: retry the rest once
             if not pending:
                 break
@@ -242,16 +174,6 @@ def _todo(found, out, assignment, options, force, retry_failed) -> tuple[list, i
             record.update(now)
             records.save(out, record)
     return todo, skipped
-
-
-def spares_ahead(position: int, total: int, jobs: int, cores: int | None = None) -> int:
-    """How many sandboxes the worker grading submission ``position`` (of ``total``, in the order they are
-    queued) should keep starting ahead: the submissions still queued behind it for its share of the
-    ``jobs`` workers, and at most two when the workers leave a core free for them (one otherwise: on
-    a machine the workers already fill, a second spare only competes with grading)."""
-    cores = cores or len(os.sched_getaffinity(0))
-    depth = 2 if 2 * jobs <= cores else 1
-    return max(0, min(depth, (total - 1 - position) // jobs))
 
 
 def _run(pool, pending, assignment, options, keep) -> list:
