@@ -86,6 +86,10 @@ def run(command: list[str], cwd: Path) -> float:
     started = time.monotonic()
     completed = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True, preexec_fn=join)
     seconds = time.monotonic() - started
+    for _ in range(200 if group else 0):  # what the command started may take a moment to end (a zygote, kernels)
+        if not (group / "cgroup.procs").read_text().strip():
+            break
+        time.sleep(0.05)
     BUSY.append(_busy_seconds() - busy)
     OWN.append(int((group / "cpuacct.usage").read_text()) / 1e9 if group else None)
     if group:

@@ -1,14 +1,15 @@
 """The student's kernel, isolated: one sandbox per submission, started, talked to and killed.
 
-:class:`Sandbox` starts the kernel (as root, in the jail that jail.py builds: its own namespaces,
-an unprivileged user of its own, read-only system, rlimits and cgroups; with ``unsafe``, as a plain
-process) with a scratch folder of its own: a size-limited tmpfs on the host, owned by the sandbox
-user, that is the kernel's ``/tmp``, working directory and ``HOME``, and also holds the kernel's
-connection file and its IPC sockets (the grader talks to the kernel over Unix sockets: the sandbox
-has no network at all, not even loopback). The sandboxed kernel is forked by the worker's zygote
-(zygote.py), which has imported ipykernel and the notebook's modules once. Killing the sandbox's
-first process kills pid 1 of its namespaces, which makes the kernel kill every process left in
-them; the cgroup, when there is one, is swept as well.
+:class:`Sandbox` starts the kernel (as root, forked by the worker's zygote, zygote.py, which has
+imported ipykernel and the notebook's modules once, into the jail that jail.py builds: its own
+namespaces, an unprivileged user of its own, read-only system, rlimits and cgroups; with ``unsafe``,
+as a plain process) with a scratch folder of its own: a size-limited tmpfs in the sandbox's own
+mount namespace (a folder on the host with ``unsafe``), owned by the sandbox user, that is the
+kernel's ``/tmp``, working directory and ``HOME``, and also holds the kernel's connection file and
+its IPC sockets, which the grader reaches through ``/proc/<pid 1 of the sandbox>/root/tmp`` (the
+grader talks to the kernel over Unix sockets: the sandbox has no network at all, not even
+loopback). Killing the sandbox's first process kills pid 1 of its namespaces, which makes the kernel
+kill every process left in them; the cgroup, when there is one, is swept as well.
 
 It exposes one primitive, :meth:`Sandbox.run`: send code to the kernel and collect what comes
 back, within a deadline, with the output capped (and :meth:`Sandbox.call`, the same over the
