@@ -8,11 +8,11 @@ of a submission: each child leaves it at once, so each submission gets a fresh p
 other submission's code touched, built as the sandbox always was (:func:`_sandbox`):
 
     zygote (root, jail's mount namespace)   imports once, then waits for requests
-      A  (root)    joins the sandbox's cgroups, unshares net, pid, mount, ipc and uts namespaces;
+      A  (root)    unshares net, pid, mount, ipc and uts namespaces;
                    dies with the zygote; reports how B ended, then exits
-        B  (root, pid 1 of the new namespaces)  mounts a fresh scratch tmpfs on /tmp (and
-                   /dev/shm), a /proc of its own; dies with A, taking every process of the
-                   namespace with it; waits for the kernel, reaps orphans
+        B  (root, pid 1 of the new namespaces)  joins the sandbox's cgroups, mounts a fresh
+                   scratch tmpfs on /tmp (and /dev/shm), a /proc of its own; dies with A, taking
+                   every process of the namespace with it; waits for the kernel, reaps orphans
           C  (the sandbox's uid)  every other descriptor closed, no capability (bounding,
                    inheritable), no_new_privs, the rlimits, the kernel's environment: the kernel
 
@@ -84,12 +84,15 @@ def _kernel(request: dict, log: int) -> None:
     kernelapp.launch_new_instance()
 
 
-def _init(request: dict, log: int) -> None:
+def _init(request: dict, log: int, cgroups: list) -> None:
     """B, pid 1 of the sandbox's namespaces (as the setup shell was): its scratch folder, a fresh size-limited
     tmpfs on /tmp, owned by the sandbox's uid (the kernel's working folder and HOME, its connection file and
     sockets: the grader reaches them through /proc/<B>/root), also /dev/shm; a /proc of its own; then it
     waits for the kernel."""
     _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    for procs in cgroups:  # as the setup shell did: pid 1 and the kernel it forks count there
+        os.write(procs, b"0")
+        os.close(procs)
     uid, fonts = request["uid"], {}
     for name in os.listdir("/tmp/.mpl"):  # the zygote's font list, for the kernel's matplotlib cache
         with open(f"/tmp/.mpl/{name}", "rb") as handle:
@@ -123,15 +126,13 @@ def _sandbox(request: dict, fds: list, zygote: int) -> None:
     if os.getppid() != zygote:
         os._exit(1)
     log, status, *cgroups = fds
-    for procs in cgroups:
-        os.write(procs, b"0")  # this process; what it forks inherits them
-        os.close(procs)
     _check(libc.unshare(NAMESPACES), "unshare")
     child = os.fork()
     if child == 0:
         os.close(status)
-        _run(_init, request, log)
-    os.close(log)
+        _run(_init, request, log, cgroups)
+    for descriptor in (log, *cgroups):
+        os.close(descriptor)
     os.write(status, f"{child}\n".encode())  # the grader reaches the sandbox's /tmp through /proc/<child>/root
     _, code = os.waitpid(child, 0)
     os.write(status, f"{os.waitstatus_to_exitcode(code)}\n".encode())

@@ -106,10 +106,13 @@ class Zygote:
                                          start_new_session=True)  # fmt: skip
         theirs.close()
         self.sock = ours
-        answer = self._receive(START_S)[0]
-        if not answer.get("ready"):
+        try:
+            answer = self._receive(START_S)[0]
+            if not answer.get("ready"):
+                raise ZygoteFailed(f"the zygote did not start: {answer} {self.log_tail()}")
+        except BaseException:
             self.close()
-            raise ZygoteFailed(f"the zygote did not start: {answer} {self.log_tail()}")
+            raise
 
     @property
     def alive(self) -> bool:
