@@ -37,7 +37,6 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND = 2, 4, 8, 4096
 MNT_DETACH = 2
 LIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
           "cpu": resource.RLIMIT_CPU, "core": resource.RLIMIT_CORE}  # fmt: skip
-LAUNCHER = "ipykernel_launcher"
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -97,9 +96,8 @@ def _init(request: dict, log: int, cgroups: list) -> None:
     for name in os.listdir("/tmp/.mpl"):  # the zygote's font list, for the kernel's matplotlib cache
         with open(f"/tmp/.mpl/{name}", "rb") as handle:
             fonts[name] = handle.read()
-    _mount(
-        "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={request['scratch_mb']}m,mode=0700,uid={uid},gid={uid}"
-    )
+    options = f"size={request['scratch_mb']}m,mode=0700,uid={uid},gid={uid}"
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, options)
     for sub in (".mpl", ".shm", ".ipython", ".jupyter"):
         os.mkdir(f"/tmp/{sub}")
         os.chown(f"/tmp/{sub}", uid, uid)
@@ -121,7 +119,7 @@ def _init(request: dict, log: int, cgroups: list) -> None:
 
 
 def _sandbox(request: dict, fds: list, zygote: int) -> None:
-    """A: the sandbox's cgroups and namespaces; reports how B ended on the status pipe."""
+    """A: the sandbox's namespaces; reports B's pid, then how B ended, on the status pipe."""
     _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     if os.getppid() != zygote:
         os._exit(1)

@@ -51,6 +51,8 @@ class Forked:
         lines = self._lines(ANSWER_S)
         if not lines or not lines[0].isdigit():
             self.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.wait(10)  # (closes its descriptors)
             raise ZygoteFailed("the sandbox did not start")
         self.init = int(lines[0])  # pid 1 of the sandbox's namespaces; its /tmp is /proc/<init>/root/tmp
 
