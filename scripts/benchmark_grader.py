@@ -59,6 +59,8 @@ def env() -> dict:
 
 
 BUSY: list[float] = []  # machine-wide busy CPU seconds during each timed command
+OWN: list[float | None] = []  # CPU seconds of the command's own processes (a cpuacct cgroup), where measurable
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1: the sandboxes join memory, pids and cpu groups, not this one
 
 
 def _busy_seconds() -> float:
@@ -68,12 +70,30 @@ def _busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def _own_cgroup() -> Path | None:
+    """A fresh cpuacct cgroup for one command and everything it starts (kernels included), as root."""
+    if os.geteuid() != 0 or not CPUACCT.is_dir():
+        return None
+    group = CPUACCT / f"benchmark-{os.getpid()}-{len(OWN)}"
+    group.mkdir()
+    return group
+
+
 def run(command: list[str], cwd: Path) -> float:
+    group = _own_cgroup()
+    join = (lambda: (group / "cgroup.procs").write_text("0")) if group else None
     busy = _busy_seconds()
     started = time.monotonic()
-    completed = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True)
+    completed = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True, preexec_fn=join)
     seconds = time.monotonic() - started
+    for _ in range(200 if group else 0):  # what the command started may take a moment to end (a zygote, kernels)
+        if not (group / "cgroup.procs").read_text().strip():
+            break
+        time.sleep(0.05)
     BUSY.append(_busy_seconds() - busy)
+    OWN.append(int((group / "cpuacct.usage").read_text()) / 1e9 if group else None)
+    if group:
+        group.rmdir()
     if completed.returncode != 0:
         sys.exit(f"{' '.join(command[:4])} failed:\n{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}")
     return seconds
@@ -106,9 +126,13 @@ def ours(assignment: str, folder: Path, scratch: Path, jobs: int) -> tuple[float
     return seconds, scores
 
 
-def _report(label: str, seconds: float) -> None:
-    print(f"  {label:<22} {seconds:7.1f} s  (machine busy {BUSY[-1] / seconds:.2f} of {os.cpu_count()} cores)",
-          flush=True)  # fmt: skip
+def _report(label: str, seconds: float, count: int) -> tuple[float, float | None]:
+    """Print one command's time and CPU per submission; returns (machine-wide, its own processes') CPU-s each."""
+    busy, own = BUSY[-1] / count, OWN[-1] / count if OWN[-1] is not None else None
+    mine = f", its own processes {own:.2f}" if own is not None else ""
+    print(f"  {label:<22} {seconds:7.1f} s  (machine busy {BUSY[-1] / seconds:.2f} of {os.cpu_count()} cores); "
+          f"CPU-s per submission: machine-wide {busy:.2f}{mine}", flush=True)  # fmt: skip
+    return busy, own
 
 
 def main() -> int:
@@ -125,12 +149,13 @@ def main() -> int:
             nbformat.write(nb, folder / student / f"{args.assignment}.ipynb")
         print(f"{len(notebooks)} submissions of {args.assignment} on {os.cpu_count()} cores; "
               f"load average before {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+        n = len(notebooks)
         t_nb, s_nb = plain_nbgrader(args.assignment, notebooks, scratch)
-        _report("nbgrader autograde", t_nb)
+        cpu_nb = _report("nbgrader autograde", t_nb, n)
         t_1, s_1 = ours(args.assignment, folder, scratch, 1)
-        _report("autograder --jobs 1", t_1)
+        cpu_1 = _report("autograder --jobs 1", t_1, n)
         t_2, s_2 = ours(args.assignment, folder, scratch, 2)
-        _report("autograder --jobs 2", t_2)
+        cpu_2 = _report("autograder --jobs 2", t_2, n)
     disagree = [s for s in notebooks if not (s_nb[s] == s_1[s] == s_2[s])]
     print(f"scores: {len(notebooks) - len(disagree)}/{len(notebooks)} agree across the three "
           f"(distinct totals: {sorted(set(s_nb.values()))})")  # fmt: skip
@@ -139,6 +164,11 @@ def main() -> int:
     ratio_1, ratio_2 = t_1 / t_nb, t_1 / t_2
     print(f"--jobs 1 / nbgrader = {ratio_1:.2f} (target <= 0.4): {'ok' if ratio_1 <= 0.4 else 'MISSED'}")
     print(f"--jobs 1 / --jobs 2 = {ratio_2:.2f} (target >= 1.8): {'ok' if ratio_2 >= 1.8 else 'MISSED'}")
+    for label, ours_cpu in (("--jobs 1", cpu_1), ("--jobs 2", cpu_2)):
+        ratio = ours_cpu[0] / cpu_nb[0]
+        own = f"; its own processes' {ours_cpu[1] / cpu_nb[1]:.2f}" if cpu_nb[1] and ours_cpu[1] else ""
+        print(f"CPU per submission {label} / nbgrader = {ratio:.2f} machine-wide (target <= 0.5): "
+              f"{'ok' if ratio <= 0.5 else 'MISSED'}{own}")  # fmt: skip
     print(f"load average after {os.getloadavg()[0]:.2f} (other work on the machine skews the ratios)")
     return 1 if disagree else 0
 

@@ -1,24 +1,20 @@
 """The jail a sandboxed kernel runs in: namespaces, a user of its own, limits (sandbox.py starts it).
 
-As root, the kernel is started as::
-
-    unshare --net --pid --mount --ipc --uts --fork --kill-child=SIGKILL
-      sh -c SETUP            # pid 1 of the new namespaces, still root
-        chroot /jail setpriv --reuid UID ... prlimit ... env -i ... python -m ipykernel_launcher
-
-SETUP (:func:`setup_script`) builds a jail on a fresh tmpfs that exists only in the sandbox's mount
-namespace, and bind-mounts into it read-only exactly what the kernel needs (:func:`read_only_binds`):
-``/usr``, ``/etc``, the Python installation, the virtual environment and the student package
-``attention_course``; then it ``pivot_root``s into it and detaches the old root. The repository
+Each grading worker's zygote (zygote.py) runs, as root, in a mount namespace of its own built by
+:func:`zygote_script`: a jail on a fresh tmpfs that exists only in that namespace, into which exactly
+what the kernel needs is bind-mounted read-only (:func:`read_only_binds`): ``/usr``, ``/etc``, the
+Python installation, the virtual environment and the student package ``attention_course``; then it
+``pivot_root``s into it, detaches the old root and runs chrooted in the jail. The repository
 (``solutions/``, ``autograder/``, other students' files, the gradebook) is not in the namespace at
-all. ``/tmp`` (the kernel's working directory and ``HOME``) is the submission's scratch folder.
-
-The kernel runs as an unprivileged user of its own (one uid per parallel job, ``UID_BASE`` + job,
-so that one job's processes count neither against another's limits nor can signal them), with no
-capabilities, ``no_new_privs``, and rlimits on address space, processes, file size and CPU time
-(:class:`Limits`). Where the cgroup hierarchy is writable, a memory and pids cgroup per job adds
-hard limits on the whole process tree (:class:`CGroups`). :func:`sandbox_problem` says why no such
-jail can be built on this machine.
+all. Each sandbox it forks (forkserver.py) unshares net, pid, mount, ipc and uts namespaces of its
+own, mounts a fresh scratch tmpfs on ``/tmp`` (the kernel's working directory and ``HOME``) and a
+``/proc`` of its own, and the kernel drops to an unprivileged user of its own (one uid per parallel
+job, ``UID_BASE`` + job, so that one job's processes count neither against another's limits nor can
+signal them), with no capabilities, ``no_new_privs``, and rlimits on address space, processes, file
+size and CPU time (:class:`Limits`, :func:`rlimits`), in the environment :data:`KERNEL_ENV`. Where
+the cgroup hierarchy is writable, a memory, pids and cpu cgroup per sandbox adds hard limits on the
+whole process tree (:class:`CGroups`). :func:`sandbox_problem` says why no such jail can be built on
+this machine.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ def sandbox_problem() -> str | None:
     """Why a real sandbox cannot be built on this machine, or None when it can."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return "the sandbox needs root (unshare, mount, setpriv); run as root or pass --unsafe-no-sandbox"
-    for tool in ("unshare", "setpriv", "prlimit", "chroot", "mount", "umount"):
+    for tool in ("unshare", "chroot", "mount", "pivot_root"):
         if shutil.which(tool) is None:
             return f"the sandbox needs `{tool}` (util-linux/coreutils); install it or pass --unsafe-no-sandbox"
     probe = subprocess.run(["unshare", "--net", "--pid", "--mount", "--ipc", "--fork", "true"], capture_output=True)
@@ -99,9 +95,6 @@ class CGroups:
             except OSError:
                 continue
 
-    def join_commands(self) -> str:
-        return "".join(f"echo 0 > {shlex.quote(str(d / 'cgroup.procs'))}\n" for d in self.dirs)
-
     def oom_killed(self) -> bool:
         try:
             for line in self.oom_file.read_text().splitlines():
@@ -149,22 +142,33 @@ def read_only_binds() -> list[str]:
     return unique
 
 
-def setup_script(root: Path, scratch: Path, uid: int, limits: Limits, cgroups: CGroups, command: list[str]) -> str:
-    """The shell script run as pid 1 (root) of the new namespaces: build the jail, drop, run.
+KERNEL_ENV = {
+    "HOME": "/tmp",
+    "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "MPLCONFIGDIR": "/tmp/.mpl",
+    "IPYTHONDIR": "/tmp/.ipython",
+    "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MALLOC_ARENA_MAX": "2",
+}  # the kernel's whole environment (and the zygote's, which imports its modules)
 
-    The jail is ``ROOT/jail`` on a fresh tmpfs. After ``pivot_root`` into ROOT and a lazy
-    unmount of the old root, the host's file system is no longer in the namespace at all;
-    the kernel then runs chrooted in the jail (a chrooted process may not create user
-    namespaces, which keeps it without any capability).
-    """
+
+def _jail_lines(root: Path, tmp: list[str]) -> list[str]:
+    """Shell lines that build the jail ``ROOT/jail`` on a fresh tmpfs, ``tmp`` making its /tmp, and
+    pivot_root into ROOT, detaching the old root: the host's file system is then not in the namespace.
+    The process then runs chrooted in the jail (a chrooted process may not create user namespaces,
+    which keeps the kernel without any capability)."""
     q = shlex.quote
-    lines = ["set -e", cgroups.join_commands(), f"R={q(str(root))}", 'J="$R/jail"']
-    lines.append('mount -t tmpfs -o mode=755,size=4m tmpfs "$R"')
+    lines = [f"R={q(str(root))}", 'J="$R/jail"', 'mount -t tmpfs -o mode=755,size=4m tmpfs "$R"']
     lines.append('mkdir -p "$J/proc" "$J/dev/shm" "$J/tmp"')
-    # The scratch folder first: a venv or checkout that lives under the host's /tmp is then
-    # mounted inside it below, instead of being hidden by it.
-    lines.append(f'mount --bind {q(str(scratch))} "$J/tmp"')
-    lines.append(f'mount --bind {q(str(scratch / ".shm"))} "$J/dev/shm"')
+    # /tmp first: a venv or checkout that lives under the host's /tmp is then mounted inside it below,
+    # instead of being hidden by it.
+    lines += tmp
     for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"), ("sbin", "usr/sbin")):
         if os.path.islink(f"/{link}"):
             lines.append(f'ln -s {target} "$J/{link}"')
@@ -177,28 +181,27 @@ def setup_script(root: Path, scratch: Path, uid: int, limits: Limits, cgroups: C
     # enough outside the jail to run the last commands, then swap the roots and drop the old one
     lines += [f'ln -s jail/{d} "$R/{d}"' for d in ("usr", "bin", "lib", "lib64", "sbin", "proc")]
     lines += ['cd "$R"', "mkdir .old", "pivot_root . .old", "cd /", "umount -l /.old", "rmdir /.old"]
-    env = {
-        "HOME": "/tmp",
-        "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "MPLCONFIGDIR": "/tmp/.mpl",
-        "IPYTHONDIR": "/tmp/.ipython",
-        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONNOUSERSITE": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MALLOC_ARENA_MAX": "2",
-    }
-    drop = [
-        "chroot", "/jail",
-        "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-        "/usr/bin/prlimit", f"--as={limits.memory_mb << 20}", f"--nproc={limits.processes}",
-        f"--fsize={limits.file_mb << 20}", f"--cpu={limits.cpu_s}", "--core=0", "--",
-        "/usr/bin/env", "-i", "-C", "/tmp", *(f"{k}={v}" for k, v in env.items()),
-    ]  # fmt: skip
-    # pid 1 stays a root shell that waits: when the kernel exits, the namespace goes with it
-    lines.append(" ".join(q(part) for part in drop + command))
-    return "\n".join(line for line in lines if line)
+    return lines
+
+
+def zygote_script(root: Path, font_cache: Path | None, command: list[str]) -> str:
+    """The shell script that builds the zygote's jail (the sandbox's, with a small tmpfs of its own on /tmp,
+    seeded with matplotlib's font list) in a mount namespace of its own and execs ``command`` there, as root
+    (forkserver.py: each sandbox it forks mounts its scratch folder on /tmp, then drops to its uid)."""
+    q = shlex.quote
+    tmp = ['mount -t tmpfs -o mode=755,size=16m tmpfs "$J/tmp"', 'mkdir "$J/tmp/.mpl"']
+    if font_cache is not None:
+        tmp.append(f'cp {q(str(font_cache))} "$J/tmp/.mpl/"')
+    env = ["/usr/bin/env", "-i", "-C", "/tmp", *(f"{k}={v}" for k, v in KERNEL_ENV.items())]
+    lines = [
+        "set -e",
+        *_jail_lines(root, tmp),
+        "exec " + " ".join(q(part) for part in ["chroot", "/jail", *env, *command]),
+    ]
+    return "\n".join(lines)
+
+
+def rlimits(limits: Limits) -> dict[str, int]:
+    """The kernel's rlimits (soft and hard), by prlimit's names."""
+    return {"as": limits.memory_mb << 20, "nproc": limits.processes, "fsize": limits.file_mb << 20,
+            "cpu": limits.cpu_s, "core": 0}  # fmt: skip

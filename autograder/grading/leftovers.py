@@ -5,9 +5,10 @@ own, ``/tmp/ag-run-*``, with an ``owner`` file naming the run's process (pid and
 reused pid is not mistaken for it). A worker whose run died exits within a second (batch.py
 watches its parent). At the next start, for every such folder whose owner is gone:
 
-- the processes that name it (each sandbox's ``unshare``, which takes its whole pid namespace
-  with it, and a jail still being set up) are killed, the mounts under it unmounted and the
-  folder removed;
+- the processes that name it (a worker's zygote, ``/tmp/ag-run-zygote-*``, and what it forked:
+  each sandbox's first process takes its whole pid namespace with it) are killed, the mounts
+  under it unmounted and the folder removed (a zygote also ends by itself when its worker's
+  socket closes);
 - when there was such a folder and no other run is alive, the processes of the sandbox users
   (uid ``UID_BASE`` and up: kernels, whatever they started) are killed and the grader's empty
   cgroups (``autograder-*``) removed.

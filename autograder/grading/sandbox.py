@@ -1,13 +1,15 @@
 """The student's kernel, isolated: one sandbox per submission, started, talked to and killed.
 
-:class:`Sandbox` starts the kernel (as root, in the jail that jail.py builds: its own namespaces,
-an unprivileged user of its own, read-only system, rlimits and cgroups; with ``unsafe``, as a plain
-process) with a scratch folder of its own: a size-limited tmpfs on the host, owned by the sandbox
-user, that is the kernel's ``/tmp``, working directory and ``HOME``, and also holds the kernel's
-connection file and its IPC sockets (the grader talks to the kernel over Unix sockets: the sandbox
-has no network at all, not even loopback). Killing ``unshare`` kills pid 1 of the namespace
-(``--kill-child``), which makes the kernel kill every process left in it; the cgroup, when there
-is one, is swept as well.
+:class:`Sandbox` starts the kernel (as root, forked by the worker's zygote, zygote.py, which has
+imported ipykernel and the notebook's modules once, into the jail that jail.py builds: its own
+namespaces, an unprivileged user of its own, read-only system, rlimits and cgroups; with ``unsafe``,
+as a plain process) with a scratch folder of its own: a size-limited tmpfs in the sandbox's own
+mount namespace (a folder on the host with ``unsafe``), owned by the sandbox user, that is the
+kernel's ``/tmp``, working directory and ``HOME``, and also holds the kernel's connection file and
+its IPC sockets, which the grader reaches through ``/proc/<pid 1 of the sandbox>/root/tmp`` (the
+grader talks to the kernel over Unix sockets: the sandbox has no network at all, not even
+loopback). Killing the sandbox's first process kills pid 1 of its namespaces, which makes the kernel
+kill every process left in them; the cgroup, when there is one, is swept as well.
 
 It exposes one primitive, :meth:`Sandbox.run`: send code to the kernel and collect what comes
 back, within a deadline, with the output capped (and :meth:`Sandbox.call`, the same over the
@@ -28,7 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.jail import UID_BASE, CGroups, Limits, sandbox_problem, setup_script
+from autograder.grading import zygote
+from autograder.grading.jail import UID_BASE, CGroups, Limits, sandbox_problem
 
 CONNECTION_FILE = ".kernel.json"
 IPC_PREFIX = ".k"
@@ -78,34 +81,24 @@ class _OutputBudget:
         return True
 
 
-def _matplotlib_font_cache() -> Path | None:
-    """A matplotlib font list to seed each kernel with (building one costs seconds per kernel)."""
-    for folder in (os.environ.get("MPLCONFIGDIR"), Path.home() / ".cache" / "matplotlib"):
-        if folder and Path(folder).is_dir():
-            found = sorted(Path(folder).glob("fontlist-*.json"))
-            if found:
-                return found[-1]
-    return None
-
-
 class Sandbox:
     """One kernel in its sandbox. Use as a context manager; :meth:`close` always kills it."""
 
     def __init__(self, workdir: Path, slot: int = 0, limits: Limits | None = None, unsafe: bool = False,
-                 name: str = ""):  # fmt: skip
+                 name: str = "", preload: tuple[str, ...] = ()):  # fmt: skip
         self.workdir = Path(workdir)
+        self.preload = preload  # modules the zygote imports before it forks this sandbox (zygote.py)
         self.slot = slot
         self.name = name or str(slot)  # names its folders, log and cgroups (a job may hold a spare too)
         self.limits = limits or Limits()
         self.unsafe = unsafe
         self.uid = UID_BASE + slot
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | zygote.Forked | None = None
         self.client = None
         self.context = None
         self.scratch: Path | None = None
         self.cgroups: CGroups | None = None
         self.budget = _OutputBudget(self.limits.output_bytes)
-        self._mounted = False
         self._comm_id: str | None = None
         self.log_tail = ""  # the end of the kernel's own log (stderr), once closed
 
@@ -127,46 +120,36 @@ class Sandbox:
 
     def _start(self, deadline: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"s{self.slot}-", dir=self.workdir))
-        if not self.unsafe:
-            size = f"size={self.limits.scratch_mb}m,mode=0700,uid={self.uid},gid={self.uid}"
-            subprocess.run(["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(self.scratch)], check=True)
-            self._mounted = True
-        for sub in (".mpl", ".shm", ".ipython", ".jupyter"):
-            (self.scratch / sub).mkdir()
-        if font_cache := _matplotlib_font_cache():
-            shutil.copy(font_cache, self.scratch / ".mpl" / font_cache.name)
         key = secrets.token_hex(16)
         ports = dict(shell_port=1, iopub_port=2, stdin_port=3, control_port=4, hb_port=5)
-        inside = "/tmp" if not self.unsafe else str(self.scratch)
         info = dict(transport="ipc", key=key, signature_scheme="hmac-sha256", kernel_name="python3", **ports)
-        (self.scratch / CONNECTION_FILE).write_text(json.dumps(dict(info, ip=f"{inside}/{IPC_PREFIX}")))
-        if not self.unsafe:
-            for path in self.scratch.rglob("*"):
-                os.chown(path, self.uid, self.uid)
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", f"{inside}/{CONNECTION_FILE}",
-                  "--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=CRITICAL"]  # fmt: skip
-        log = open(self.workdir / f"kernel-{self.name}.log", "wb")
-        try:
-            if self.unsafe:
-                env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
-                env.update(MPLCONFIGDIR=str(self.scratch / ".mpl"), IPYTHONDIR=str(self.scratch / ".ipython"),
-                           OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # fmt: skip
-                self.proc = subprocess.Popen(kernel, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
-                                             stdout=log, stderr=log, start_new_session=True)  # fmt: skip
-            else:
-                name = f"autograder-{self.name}"
-                self.cgroups = CGroups(name, self.limits)
-                root = self.workdir / f"root-{self.name}"
-                root.mkdir(exist_ok=True)
-                script = setup_script(root, self.scratch, self.uid, self.limits, self.cgroups, kernel)
-                unshare = ["unshare", "--net", "--pid", "--mount", "--ipc", "--uts", "--fork",
-                           "--kill-child=SIGKILL", "--propagation", "private", "sh", "-c", script]  # fmt: skip
-                path = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-                self.proc = subprocess.Popen(unshare, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=path,
-                                             start_new_session=True)  # fmt: skip
-        finally:
-            log.close()
+        argv = ["-f", f"/tmp/{CONNECTION_FILE}", "--HistoryManager.hist_file=:memory:",
+                "--IPKernelApp.log_level=CRITICAL"]  # fmt: skip
+        log = self.workdir / f"kernel-{self.name}.log"
+        if not self.unsafe:  # forked by the zygote, in namespaces, cgroups and a uid of its own (zygote.py)
+            self.cgroups = CGroups(f"autograder-{self.name}", self.limits)
+            connection = json.dumps(dict(info, ip=f"/tmp/{IPC_PREFIX}"))
+            try:
+                self.proc = zygote.zygote(self.preload).fork(self.uid, self.limits, argv, connection, log,
+                                                              self.cgroups.dirs)  # fmt: skip
+            except zygote.ZygoteFailed as exc:
+                raise KernelDied(str(exc)) from None
+            self._connect(dict(info, ip=f"/proc/{self.proc.init}/root/tmp/{IPC_PREFIX}"), deadline)
+            return
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"s{self.slot}-", dir=self.workdir))
+        for sub in (".mpl", ".shm", ".ipython", ".jupyter"):
+            (self.scratch / sub).mkdir()
+        if font_cache := zygote.font_cache():
+            shutil.copy(font_cache, self.scratch / ".mpl" / font_cache.name)
+        (self.scratch / CONNECTION_FILE).write_text(json.dumps(dict(info, ip=f"{self.scratch}/{IPC_PREFIX}")))
+        argv[1] = f"{self.scratch}/{CONNECTION_FILE}"
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
+        env.update(MPLCONFIGDIR=str(self.scratch / ".mpl"), IPYTHONDIR=str(self.scratch / ".ipython"),
+                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # fmt: skip
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "ipykernel_launcher", *argv], cwd=self.scratch,
+                                         env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                         start_new_session=True)  # fmt: skip
         self._connect(dict(info, ip=f"{self.scratch}/{IPC_PREFIX}"), deadline)
 
     def _connect(self, info: dict, deadline: float) -> None:
@@ -258,18 +241,9 @@ class Sandbox:
         if self.context is not None:
             self.context.destroy(linger=0)
             self.context = None
-        if self.scratch is not None:
-            if self._mounted:
-                subprocess.run(["umount", "-l", str(self.scratch)], check=False, capture_output=True)
-                self._mounted = False
+        if self.scratch is not None:  # (a sandboxed kernel's scratch tmpfs went with its namespaces)
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
-        root = self.workdir / f"root-{self.name}"
-        if root.is_dir():
-            try:
-                root.rmdir()
-            except OSError:
-                pass
         log = self.workdir / f"kernel-{self.name}.log"
         if log.exists():  # keep its end for error messages; the file goes
             self.log_tail = log.read_bytes()[-2000:].decode(errors="replace")

@@ -8,8 +8,10 @@ nobody takes within ``idle_s`` of the last submission are closed (a watcher thre
 closes the rest when it ends, so nothing stays running.
 
 Why two: a sandbox's start (the kernel, ``import torch``, numpy, matplotlib: about 2.5 s of CPU)
-takes longer than grading a notebook of chapter 03 (about 2 s). With one spare, the worker then
-waits for it with one core idle; with two, the next one is already starting meanwhile.
+took longer than grading a notebook of chapter 03 (about 2 s). With one spare, the worker then
+waited for it with one core idle; with two, the next one was already starting meanwhile. Since the
+kernels are forked from a zygote that imported those modules once (zygote.py), a start costs about
+0.13 CPU-s, and a spare mostly saves the kernel's own start-up time (ipykernel, the agent).
 """
 
 from __future__ import annotations

@@ -52,15 +52,22 @@ class SandboxFailed(RuntimeError):
     """The sandbox could not be started: the grader's problem, not the student's."""
 
 
-def preimports(template: Template) -> str:
-    """Code that imports (without binding any name) the modules the instructor notebook imports, then
-    runs the agent's recording module if torch is among them (before any student cell, so that what
-    a submission does to torch's Python-level functions later does not reach it)."""
+def notebook_modules(template: Template) -> tuple[str, ...]:
+    """The modules the instructor notebook imports (``numpy``, ``torch``, ``matplotlib.pyplot``...)."""
     modules = []
     for statement, _ in template.imports:
         node = ast.parse(statement).body[0]
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
         modules += [name for name in names if name and name not in modules]
+    return tuple(modules)
+
+
+def preimports(template: Template) -> str:
+    """Code that imports (without binding any name) the modules the instructor notebook imports, then
+    runs the agent's recording module if torch is among them (before any student cell, so that what
+    a submission does to torch's Python-level functions later does not reach it). In a sandbox forked
+    by the zygote they are imported already (zygote.py): only the recording module runs."""
+    modules = list(notebook_modules(template))
     return (
         "def _autograder_preimport():\n    import importlib\n"
         f"    for name in {modules!r}:\n"
@@ -79,7 +86,8 @@ def ready_sandbox(template: Template, options, slot: int, deadline: float, name:
     loaded machine). Importing the modules is the grader's own work: it gets the notebook's time, and
     if it fails, the student's cells import them as usual."""
     for attempt in (1, 2):
-        sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name)
+        sandbox = Sandbox(options.workdir, slot, options.limits, options.unsafe, name=name,
+                          preload=notebook_modules(template))  # fmt: skip
         try:
             try:  # nothing of the student's runs here: a failure is the grader's
                 sandbox.start(deadline)
