@@ -8,12 +8,14 @@ authoring (autograder/authoring/):
 grading (autograder/grading/):
   grade      grade a class's submissions in sandboxes: grades.csv, details.csv, feedback
              (see autograder/GRADING.md)
+  dask-certs make the certificates of a Dask grading cluster (grade --scheduler --tls DIR)
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from autograder import course
 
@@ -91,6 +93,18 @@ def cmd_book(args) -> int:
     return 0
 
 
+def cmd_dask_certs(args) -> int:
+    from autograder.grading import certs
+
+    try:
+        written = certs.make(args.folder)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {', '.join(p.name for p in written)} in {args.folder} (keep ca-key.pem off the cluster)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -110,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
 
     cli.add_arguments(grade)
     grade.set_defaults(run=cli.main)
+    dask_certs = commands.add_parser("dask-certs", help="make the TLS files of a Dask grading cluster")
+    dask_certs.add_argument("folder", type=Path, help="where ca.pem and the parties' certificates go (new)")
+    dask_certs.set_defaults(run=cmd_dask_certs)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder import course
-from autograder.grading import collect, gradebook, leftovers, records, report
+from autograder.grading import collect, gradebook, leftovers, records, report, slots
 from autograder.grading.jail import sandbox_problem
 from autograder.grading.rebuild import missing, rebuild
 from autograder.grading.runner import CellGrade, Options, Result
@@ -77,11 +77,11 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="watch-parent").start()
 
 
-def _init_worker(slots) -> None:
-    """Runs once in each worker: take a sandbox slot, import the heavy modules, one thread each."""
+def _init_worker() -> None:
+    """Runs once in each worker: take a sandbox slot (slots.py), import the heavy modules, one thread each."""
     global _WORKER
     _watch_parent()
-    _WORKER = _Worker(slots.get())
+    _WORKER = _Worker(slots.claim())
     if str(course.ROOT) not in sys.path:  # the hidden tests import autograder.reference
         sys.path.insert(0, str(course.ROOT))
     import numpy  # noqa: F401
@@ -130,11 +130,7 @@ def failed_result(submission: collect.Submission, assignment: str, status: str, 
 def worker_pool(jobs: int):
     """``jobs`` grading workers (spawned: a clean process each, torch imported once, one sandbox slot each)."""
     context = multiprocessing.get_context("spawn")
-    slots = context.Queue()
-    for slot in range(jobs):
-        slots.put(slot)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(slots,)) as pool:  # fmt: skip
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
         yield pool
 
 
@@ -154,15 +150,25 @@ def grade_class(
     id_from: str = "name",
     roster: set[str] | None = None,
     due: str | None = None,
+    scheduler: str | None = None,
+    tls: Path | None = None,
 ) -> int:
     """Grade every submission of ``assignment`` under ``submissions`` into ``out``; the exit status.
 
     ``pool`` (from :func:`worker_pool`) lets several calls share their workers. A submission whose
     finished record is up to date is skipped unless ``force`` (or ``retry_failed``, for the ones that
     could not be graded); ``lms``/``id_from``: collect.collect; ``roster``: the course's student ids;
-    ``due``: the due date, written to the gradebook."""
+    ``due``: the due date, written to the gradebook. ``scheduler``: the address of a Dask scheduler
+    (``tls://host:port``) whose workers grade instead of ``jobs`` local ones, ``tls`` the folder of the
+    certificates (engine.py); then the sandboxes are the workers', and this process needs no root."""
     options = options or Options()
-    if not options.unsafe and (problem := sandbox_problem()):
+    if scheduler is not None:
+        from autograder.grading import engine
+
+        if problem := engine.address_problem(scheduler, tls):
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    elif not options.unsafe and (problem := sandbox_problem()):
         print(f"error: {problem}", file=sys.stderr)
         return 2
     out, work = Path(out), Path(work)
@@ -173,7 +179,8 @@ def grade_class(
     except (OSError, ValueError) as exc:  # not a folder, not a zip, unreadable
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if pool is None and not options.unsafe:  # (a shared pool's spare sandboxes are alive, not left over)
+    # (a shared pool's spare sandboxes are alive, not left over; a cluster's workers clean their own machines)
+    if pool is None and scheduler is None and not options.unsafe:
         for line in leftovers.sweep():
             print(f"cleaned up after a killed run: {line}", file=sys.stderr)
     records.clean_partial(out)
@@ -205,6 +212,13 @@ def grade_class(
                 keep(failed_result(submission, assignment, submission.status))
             else:
                 pending.append(submission)
+        if scheduler is not None:  # the Dask workers grade (a task whose workers all died comes back failed)
+            try:
+                engine.grade_on_cluster(scheduler, tls, pending, assignment, options, keep)
+            except OSError as exc:  # no scheduler there, or it refused this process's certificate
+                print(f"error: the Dask scheduler {scheduler}: {exc}", file=sys.stderr)
+                return 2
+            pending = []
         for _attempt in range(2):  # a worker that dies takes its pool down: retry the rest once
             if not pending:
                 break

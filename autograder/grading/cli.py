@@ -59,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "students.txt where installed; 'none': no roster)")  # fmt: skip
     parser.add_argument("--due", help="the due date, e.g. '2024-03-01 17:00:00 Europe/London' (default: the "
                         "gradebook's)")  # fmt: skip
+    parser.add_argument("--scheduler", help="grade on the workers of this Dask scheduler, tls://HOST:PORT, instead "
+                        "of --jobs local ones (autograder/GRADING.md: a class on several machines)")  # fmt: skip
+    parser.add_argument("--tls", type=Path, help="with --scheduler: the folder of ca.pem, client.pem and "
+                        "client-key.pem (python -m autograder dask-certs DIR)")  # fmt: skip
 
 
 def main(args) -> int:
@@ -98,6 +102,9 @@ def main(args) -> int:
     limits = Limits(memory_mb=args.memory, cpu_s=int(args.timeout) + 60)
     options = Options(timeout=args.timeout, call_timeout=min(args.call_timeout, args.timeout), limits=limits,
                       unsafe=args.unsafe_no_sandbox)  # fmt: skip
+    if args.tls is not None and args.scheduler is None:
+        print("error: --tls goes with --scheduler", file=sys.stderr)
+        return 2
     return grade_class(args.assignment, args.submissions, args.out, args.jobs, options, args.work, force=args.force,
                        retry_failed=args.retry_failed, lms=args.lms, id_from=args.lms_id, roster=roster,
-                       due=args.due)  # fmt: skip
+                       due=args.due, scheduler=args.scheduler, tls=args.tls)  # fmt: skip
