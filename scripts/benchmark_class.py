@@ -20,15 +20,19 @@ It prints, and writes to ``--out`` (JSON, with the command, the date, the machin
   on both;
 - peak memory: the coordinator's, the largest grading worker's, a sandboxed kernel's, a sandbox's
   memory cgroup's;
-- the projection for ``--project`` submissions on N workers (:func:`project`);
+- the projection for ``--project`` submissions on N workers (:func:`project`: CPU-seconds per submission
+  on the workers over their cores, against the coordinator's share, measured apart: its CPU in the run
+  less its start on an empty class);
 - whether grades.csv and details.csv are identical across the runs (exit status 1 when not);
 - with ``--nbgrader N``: scripts/benchmark_grader.py's comparison on N honest submissions, plain
   ``nbgrader autograde`` against ``--jobs 1``, as machine-wide busy CPU per submission and its ratio
   (issue 32's target: at most 0.5).
 
-Run it as root (the sandbox), where nothing else uses the sandbox's uids meanwhile:
+Run it as root (the sandbox), where nothing else uses the sandbox's uids meanwhile; then write GRADING.md's
+passage from the result file (scripts/class_passage.py):
 
     .venv/bin/python scripts/benchmark_class.py --count 1000 --nbgrader 40 --out autograder/benchmarks/class_03.json
+    .venv/bin/python scripts/class_passage.py autograder/benchmarks/class_03.json
 """
 
 from __future__ import annotations
@@ -127,6 +131,23 @@ def run_jobs(args, folder: Path, scratch: Path, jobs: int) -> dict:
     return _per_run({"jobs": jobs, **figures, **peaks(monitor)}, args.count) | {"out": out}
 
 
+def coordinator_start(args, scratch: Path) -> float:
+    """The coordinator's CPU-seconds on an empty class (its imports, the gradebook opened, empty reports): what
+    each run's coordinator spends whatever the class's size, left out of its share per submission."""
+    from autograder.grading import gradebook
+
+    work, out, empty = scratch / "work-empty", scratch / "out-empty", scratch / "empty"
+    empty.mkdir()
+    gradebook.ensure_assignment(work, ASSIGNMENT)
+    group = CpuGroup(f"benchmark-class-{os.getpid()}-empty")
+    try:
+        arguments = _grade_arguments(args, empty, out, work)
+        figures = run_coordinator(arguments, ROOT, scratch / "usage-empty.json", scratch / "log-empty.txt", group)
+    finally:
+        group.remove()
+    return figures["coordinator_cpu_s"]
+
+
 def engine_problem() -> str | None:
     """Why the distributed run cannot happen here (None when it can)."""
     try:
@@ -221,14 +242,17 @@ def compare_with_nbgrader(count: int, scratch: Path) -> dict:
     }
 
 
-def projection(runs: dict, submissions: int, workers: list[int], cores: int) -> dict:
+def projection(runs: dict, submissions: int, workers: list[int], cores: int, coordinator_start_s: float) -> dict:
+    """:func:`project` from the distributed run (else --jobs 2, else --jobs 1): the workers' CPU per submission is
+    the grader's less the coordinator's; the coordinator's is its CPU less its start on an empty class."""
     basis = "distributed" if "wall_s" in runs.get("distributed", {}) else "jobs2" if "jobs2" in runs else "jobs1"
     run = runs[basis]
     count = run["count"]
     worker_cpu = (run["grader_cpu_s"] - run["coordinator_cpu_s"]) / count
-    coordinator_cpu = run["coordinator_cpu_s"] / count
+    coordinator_cpu = max(0.0, run["coordinator_cpu_s"] - coordinator_start_s) / count
     return {
         "basis": basis,
+        "coordinator_start_cpu_s": coordinator_start_s,
         "submissions": submissions,
         "cores_per_worker": cores,
         "worker_cpu_s_per_submission": round(worker_cpu, 3),
@@ -271,7 +295,8 @@ def show(result: dict) -> None:
             )
     p = result["projection"]
     print(f"\nprojection for {p['submissions']:,} submissions ({p['basis']} run: {p['worker_cpu_s_per_submission']} "
-          f"CPU-s per submission on the workers, {p['coordinator_cpu_s_per_submission']} on the coordinator; "
+          f"CPU-s per submission on the workers, {p['coordinator_cpu_s_per_submission']} on the coordinator "
+          f"after its start, {p['coordinator_start_cpu_s']} CPU-s; "
           f"{p['cores_per_worker']} cores per worker; the coordinator is the limit past "
           f"{p['coordinator_limit_workers']} workers):")  # fmt: skip
     for row in p["by_workers"]:
@@ -320,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tmp)
         folder = scratch / "submissions"
         class_mix.write(folder, submissions)
+        result["coordinator_start_cpu_s"] = coordinator_start(args, scratch)
         outs = {}
         for label in runs:
             if label == "distributed" and (problem := engine_problem()):
@@ -345,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     result["differences"] = problems[:50]
     result["machine"]["load_after"] = load()
     workers = [int(n) for n in args.project_workers.split(",")]
-    result["projection"] = projection(result["runs"], args.project, workers, args.cores_per_worker)
+    start = result["coordinator_start_cpu_s"]
+    result["projection"] = projection(result["runs"], args.project, workers, args.cores_per_worker, start)
     show(result)
     for line in problems[:20]:
         print(f"  DIFFERS {line}")
