@@ -191,6 +191,19 @@ def run_distributed(args, folder: Path, scratch: Path) -> dict:
     return _per_run({**figures, **peaks(monitor)}, args.count) | {"out": out}
 
 
+def slowest(out: Path, submissions: list, count: int = 3) -> list[dict]:
+    """The submissions that took longest in a run (their records' seconds: sandbox, cells and tests, and the
+    wait for a spare sandbox), with what they are: where a run's wall time went beyond its CPU."""
+    kinds = {s.student: (s.kind, s.recipe) for s in submissions}
+    timed = []
+    for path in (out / "results").glob("*.json"):
+        record = json.loads(path.read_text())
+        kind, recipe = kinds.get(record["student_id"], ("?", "?"))
+        timed.append({"student": record["student_id"], "kind": kind, "recipe": recipe,
+                      "seconds": round(record.get("seconds") or 0.0, 2), "flags": record.get("flags", [])})  # fmt: skip
+    return sorted(timed, key=lambda t: (-t["seconds"], t["student"]))[:count]
+
+
 def read_rows(out: Path, name: str) -> list[dict]:
     with open(out / name, newline="", encoding="utf-8") as handle:
         rows = [{k: v for k, v in row.items() if k not in IGNORED_COLUMNS[name]} for row in csv.DictReader(handle)]
@@ -228,7 +241,14 @@ def compare_with_nbgrader(count: int, scratch: Path) -> dict:
     nb_s, nb_scores = benchmark_grader.plain_nbgrader(ASSIGNMENT, notebooks, scratch / "nbgrader")
     ours_s, our_scores = benchmark_grader.ours(ASSIGNMENT, folder, scratch / "nbgrader", 1)
     nb_busy, ours_busy = benchmark_grader.BUSY[-2:]
+    own = getattr(benchmark_grader, "OWN", [None, None])[-2:]  # each command's own processes' CPU, where measured
+    mine = {}
+    if None not in own:
+        mine = {"nbgrader_own_cpu_s_per_submission": round(own[0] / count, 2),
+                "jobs1_own_cpu_s_per_submission": round(own[1] / count, 2),
+                "own_cpu_ratio": round(own[1] / own[0], 3)}  # fmt: skip
     return {
+        **mine,
         "count": count,
         "nbgrader_wall_s": round(nb_s, 2),
         "jobs1_wall_s": round(ours_s, 2),
@@ -288,6 +308,8 @@ def show(result: dict) -> None:
               f"{run['submissions_per_busy_cpu_minute']:>14.2f}   {_mb(run['coordinator_peak_rss_mb']):>13} "
               f"{_mb(run['worker_peak_rss_mb']):>6} {_mb(run['kernel_peak_rss_mb']):>6} "
               f"{_mb(run['sandbox_cgroup_peak_mb']):>6}")  # fmt: skip
+        print(f"{'':<13}slowest: " + ", ".join(f"{t['student']} ({t['recipe']}) {t['seconds']:.1f} s"
+                                                 for t in run["slowest"]))  # fmt: skip
         if "cluster_start_s" in run:
             print(
                 f"{'':<13}(cluster of {run['workers']} workers started in {run['cluster_start_s']:.1f} s, "
@@ -301,8 +323,8 @@ def show(result: dict) -> None:
           f"{p['coordinator_limit_workers']} workers):")  # fmt: skip
     for row in p["by_workers"]:
         print(f"  {row['workers']:>4} workers: {row['hours']:8.2f} h  ({row['limit']} the limit)")
-    if "nbgrader" in result:
-        n = result["nbgrader"]
+    if "versus_nbgrader" in result:
+        n = result["versus_nbgrader"]
         verdict = "ok" if n["cpu_ratio"] <= 0.5 else "MISSED"
         print(f"\nnbgrader on {n['count']} honest submissions: {n['nbgrader_busy_cpu_s_per_submission']} busy "
               f"CPU-s per submission, --jobs 1 {n['jobs1_busy_cpu_s_per_submission']}: ratio {n['cpu_ratio']} "
@@ -356,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_jobs(args, folder, scratch, jobs) if jobs else run_distributed(args, folder, scratch)
             run["count"] = args.count
             outs[label] = run.pop("out")
+            run["slowest"] = slowest(outs[label], submissions)
             result["runs"][label] = run
             print(f"{label}: {run['wall_s']:.1f} s, grader {run['grader_cpu_s']:.1f} CPU-s "
                   f"(exit status {run['exit_status']})", flush=True)  # fmt: skip
@@ -365,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         statuses = [row["status"] for row in read_rows(next(iter(outs.values())), "grades.csv")]
         result["statuses"] = {s: statuses.count(s) for s in sorted(set(statuses))}
         if args.nbgrader:
-            result["nbgrader"] = compare_with_nbgrader(args.nbgrader, scratch)
+            result["versus_nbgrader"] = compare_with_nbgrader(args.nbgrader, scratch)
     result["compared"] = list(outs)
     result["grades_identical"] = not problems
     result["differences"] = problems[:50]

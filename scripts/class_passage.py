@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.authoring.claims import FUNCTIONS  # noqa: E402
 
-LABELS = {"jobs1": "`--jobs 1`", "jobs2": "`--jobs 2`", "distributed": "`--scheduler`, Dask's `{workers}` workers"}
+LABELS = {"jobs1": "`--jobs 1`", "jobs2": "`--jobs 2`", "distributed": "`--scheduler`, `{workers}` Dask workers"}
 RUN_NAMES = {"jobs1": "one-job", "jobs2": "two-job", "distributed": "Dask"}
 
 
@@ -37,7 +37,8 @@ class Passage:
                  for k, (expr, fmt) in values.items()}  # fmt: skip
         text = template.format(**shown)
         self.pieces.append(text)
-        self.claims += [{"text": text.strip(), "value": expr, "format": fmt} for expr, fmt in values.values()]
+        if values:
+            self.claims.append({"text": text.strip(), "values": [list(pair) for pair in values.values()]})
 
     def plain(self, text: str, *not_claims: str) -> None:
         """A piece with no figure from the result (``not_claims``: its numbers that are not results)."""
@@ -45,8 +46,10 @@ class Passage:
         self.not_claims += list(not_claims)
 
     def markdown(self) -> str:
-        comment = json.dumps({"result": self.name, "claims": self.claims, "not_claims": self.not_claims}, indent=1)
-        return f"<!-- claims {comment} -->\n" + "".join(self.pieces)
+        """The claims comment (one text a line, with the values it quotes), then the pieces."""
+        head = json.dumps({"result": self.name, "not_claims": self.not_claims})[:-1]
+        claims = ",\n".join(json.dumps(claim) for claim in self.claims)
+        return f'<!-- claims {head}, "claims": [\n{claims}\n]}} -->\n' + "".join(self.pieces)
 
 
 def passage(result: dict, name: str) -> str:
@@ -75,6 +78,14 @@ def passage(result: dict, name: str) -> str:
               + " / ".join(f"{{{k}}}" for k in memory) + " |\n", wall=(f"{r}['wall_s']", ".1f"),
               cpu=(f"{r}['grader_cpu_s']", ".1f"), busy=(f"{r}['busy_cpu_s']", ".1f"),
               rate=(f"{r}['submissions_per_grader_cpu_minute']", ".1f"), **memory)  # fmt: skip
+    p.plain("\nThe slowest submission of each run (the seconds its record gives):\n")
+    timed = [label for label, run in result["runs"].items() if run.get("slowest")]
+    for i, label in enumerate(timed):
+        first = f"runs['{label}']['slowest'][0]"
+        p.add("{seconds} s for {student} ({recipe}) ", seconds=(f"{first}['seconds']", ".1f"),
+              student=(f"{first}['student']", "s"), recipe=(f"{first}['recipe']", "s"))  # fmt: skip
+        p.plain(f"with {LABELS[label].format(workers=result['runs'][label].get('workers'))}"
+                + (";\n" if i + 1 < len(timed) else ".\n"))  # fmt: skip
     same = "identical" if result["grades_identical"] else "NOT identical"
     p.plain(f"\n`grades.csv` and `details.csv` were {same} across the runs.\n")
     q = "projection"
@@ -95,12 +106,15 @@ def passage(result: dict, name: str) -> str:
     else:
         p.add("and {h} h on {n}.\n", h=(f"{q}['by_workers'][-1]['hours']", ".2f"),
               n=(f"{q}['by_workers'][-1]['workers']", "d"))  # fmt: skip
-    if "nbgrader" in result:
+    if "versus_nbgrader" in result:
         p.add("\nOn {n} honest submissions, plain `nbgrader autograde` kept the machine busy {a} CPU-s per submission "
-              "and one job {b}:\n", n=("nbgrader['count']", "d"), a=("nbgrader['nbgrader_busy_cpu_s_per_submission']",
-              ".1f"), b=("nbgrader['jobs1_busy_cpu_s_per_submission']", ".1f"))  # fmt: skip
-        p.add("{r} times nbgrader's ", r=("nbgrader['cpu_ratio']", ".2f"))
-        p.plain("(issue 32's target: at most 0.5).\n", "issue 32's target: at most 0.5")
+              "and one job {b}:\n", n=("versus_nbgrader['count']", "d"),
+              a=("versus_nbgrader['nbgrader_busy_cpu_s_per_submission']",
+              ".1f"), b=("versus_nbgrader['jobs1_busy_cpu_s_per_submission']", ".1f"))  # fmt: skip
+        p.add("{r} times nbgrader's ", r=("versus_nbgrader['cpu_ratio']", ".2f"))
+        p.plain("(issue 32's target: at most 0.5), ", "issue 32's target: at most 0.5")
+        p.add("the machine's load {load} before, other work included.\n",
+              load=("versus_nbgrader['load_before'][0]", ".1f"))  # fmt: skip
     return p.markdown()
 
 

@@ -10,7 +10,9 @@ shows) declaring them, as a chapter's markdown cell declares its figures in its 
 
 The passage runs from the comment to the next heading or the next such comment. Each claim is checked as
 a chapter's is (:func:`claims.problems_with`), its ``result`` a path from the repository root (the
-passage's ``result`` unless the claim names its own). And every number of the passage outside code
+passage's ``result`` unless the claim names its own). A text that quotes several figures may list them
+together, ``{"text": "...", "values": [["count", "d"], ["runs['jobs1']['wall_s']", ".1f"]]}``: one claim
+per value and format. And every number of the passage outside code
 (inline or fenced) and link targets lies in a claim's or a not-claim's text: a measured figure cannot
 be typed in by hand beside the checked ones.
 """
@@ -62,7 +64,11 @@ def passages(path: Path) -> tuple[list[Passage], list[str]]:
         if not isinstance(declared, dict) or not isinstance(declared.get("claims", []), list):
             problems.append(f"{where}: the claims comment is an object with a list 'claims'")
             continue
-        listed = [dict(c, result=c.get("result", declared.get("result"))) for c in declared.get("claims", [])]
+        listed = []
+        for claim in declared.get("claims", []):
+            claim = dict(claim, result=claim.get("result", declared.get("result")))
+            pairs = claim.pop("values", None)
+            listed += [dict(claim, value=value, format=spec) for value, spec in pairs] if pairs else [claim]
         metadata = {"claims": listed, "not_claims": declared.get("not_claims", [])}
         found.append(Passage(where, source, metadata))
     return found, problems
