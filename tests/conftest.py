@@ -32,6 +32,7 @@ MODULE_TIERS = {
     "test_grader_class": ("root", "slow"),
     "test_grader_sandbox": ("root", "slow"),
     "test_grader_term": ("root", "slow"),
+    "test_grader_dask": ("root", "slow"),
     "test_z2jh_exchange": ("root",),  # seconds; tests/test_z2jh.py (no tier) needs .venv/z2jh/ from setup.sh
     "test_grader_boundary": ("slow",),  # starts kernels and grades whole notebooks
     "test_grader_collect": ("slow",),

@@ -70,6 +70,19 @@ def tls_arguments(tls_dir: Path, party: str) -> list[str]:
     return ["--tls-ca-file", str(ca), "--tls-cert", str(cert), "--tls-key", str(key)]
 
 
+def scheduler_arguments(tls_dir: Path) -> list[str]:
+    """The options of ``dask scheduler`` in a grading cluster, here and in deploy/dask/ (no dashboard: it
+    would be one more door)."""
+    return ["--protocol", "tls", "--no-dashboard", *tls_arguments(tls_dir, "scheduler")]
+
+
+def worker_arguments(tls_dir: Path) -> list[str]:
+    """The options of ``dask worker`` in a grading cluster, here and in deploy/dask/: one process (no nanny) and
+    one thread, grading one submission at a time; no memory limit of Dask's (the sandbox has its own)."""
+    return ["--nthreads", "1", "--nworkers", "1", "--no-nanny", "--no-dashboard", "--memory-limit", "0",
+            *tls_arguments(tls_dir, "worker")]  # fmt: skip
+
+
 def address_problem(address: str, tls_dir: Path | None) -> str | None:
     """Why the coordinator will not talk to this scheduler, or None."""
     if not address.startswith("tls://"):
@@ -209,14 +222,12 @@ def grade_task(submission, assignment: str, options, prestart: int, expected: di
 # ---- a cluster on this machine ----------------------------------------------------------------------
 
 
-def _environment() -> dict:
+def _start(command: list[str], log: Path, allowed_failures: int) -> subprocess.Popen:
     path = [str(course.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return {**os.environ, **ENVIRONMENT, "PYTHONPATH": os.pathsep.join(path)}
-
-
-def _start(command: list[str], log: Path) -> subprocess.Popen:
+    env = {**os.environ, **ENVIRONMENT, "PYTHONPATH": os.pathsep.join(path),
+           "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(allowed_failures)}  # fmt: skip
     with open(log, "wb") as handle:
-        return subprocess.Popen(command, cwd=course.ROOT, env=_environment(), stdin=subprocess.DEVNULL, stdout=handle,
+        return subprocess.Popen(command, cwd=course.ROOT, env=env, stdin=subprocess.DEVNULL, stdout=handle,
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
 
 
@@ -241,10 +252,11 @@ def _stop(processes: list[subprocess.Popen]) -> None:
 
 
 @contextlib.contextmanager
-def local_cluster(workers: int, tls_dir: Path):
+def local_cluster(workers: int, tls_dir: Path, *, allowed_failures: int = ALLOWED_FAILURES):
     """A Dask scheduler and ``workers`` workers (one process, one thread each), started as processes of their
     own on 127.0.0.1 with the certificates of ``tls_dir`` (certs.py); yields the scheduler's address once
-    every worker is connected, and stops them all on exit (then cleans what a killed worker left)."""
+    every worker is connected, and stops them all on exit (then cleans what a killed worker left).
+    ``allowed_failures``: the scheduler's, how many dead workers a task survives."""
     from distributed import Client
 
     folder = Path(tempfile.mkdtemp(prefix="ag-dask-"))
@@ -252,22 +264,23 @@ def local_cluster(workers: int, tls_dir: Path):
     processes: list[subprocess.Popen] = []
     try:
         scheduler_file = folder / "scheduler.json"
-        processes.append(_start([*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--protocol", "tls",
-                                 "--no-dashboard", "--scheduler-file", str(scheduler_file),
-                                 *tls_arguments(tls_dir, "scheduler")], folder / "scheduler.log"))  # fmt: skip
-        deadline = time.monotonic() + START_S
-        while not scheduler_file.is_file() and processes[0].poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if not scheduler_file.is_file():
-            raise RuntimeError(f"the Dask scheduler did not start:\n{_tail(folder / 'scheduler.log')}")
-        time.sleep(0.2)  # the file is written whole (json.dump, then closed)
-        address = json.loads(scheduler_file.read_text())["address"]
+        command = [*dask, "scheduler", *scheduler_arguments(tls_dir), "--host", "127.0.0.1", "--port", "0",
+                   "--scheduler-file", str(scheduler_file)]  # fmt: skip
+        processes.append(_start(command, folder / "scheduler.log", allowed_failures))
+        deadline, address = time.monotonic() + START_S, None
+        while address is None:
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):  # not written yet, or not whole
+                if processes[0].poll() is not None or time.monotonic() > deadline:
+                    log = _tail(folder / "scheduler.log")
+                    raise RuntimeError(f"the Dask scheduler did not start:\n{log}") from None
+                time.sleep(0.2)
         for n in range(workers):
             (folder / f"worker-{n}").mkdir()
-            processes.append(_start([*dask, "worker", address, "--name", f"grader-{n}", "--nthreads", "1",
-                                     "--nworkers", "1", "--no-nanny", "--no-dashboard", "--memory-limit", "0",
-                                     "--host", "127.0.0.1", "--local-directory", str(folder / f"worker-{n}"),
-                                     *tls_arguments(tls_dir, "worker")], folder / f"worker-{n}.log"))  # fmt: skip
+            command = [*dask, "worker", address, *worker_arguments(tls_dir), "--name", f"grader-{n}",
+                       "--host", "127.0.0.1", "--local-directory", str(folder / f"worker-{n}")]  # fmt: skip
+            processes.append(_start(command, folder / f"worker-{n}.log", allowed_failures))
         with Client(address, security=security(tls_dir), timeout=CONNECT_S, set_as_default=False) as client:
             try:
                 client.wait_for_workers(workers, timeout=max(1.0, deadline - time.monotonic()))
