@@ -155,15 +155,16 @@ def uncovered(cell) -> list[str]:
 # ---- checking the declarations ---------------------------------------------------------------------------
 
 
-def load_result(name: str):
-    path = (ASSETS / name).resolve()
-    if not path.is_relative_to(ASSETS.resolve()) or not path.is_file():
-        raise ValueError(f"no result file attention_course/assets/{name}")
+def load_result(name: str, results=ASSETS):
+    """The JSON result file ``name`` under ``results`` (the shipped assets; the repository for its guides)."""
+    path = (results / name).resolve()
+    if not path.is_relative_to(results.resolve()) or not path.is_file():
+        raise ValueError(f"no result file {(results / name).relative_to(course.ROOT)}")
     return json.loads(path.read_text())
 
 
-def evaluate(claim: dict):
-    data = load_result(claim["result"])
+def evaluate(claim: dict, results=ASSETS):
+    data = load_result(claim["result"], results)
     names = dict(data) if isinstance(data, dict) else {"result": data}
     # globals, not locals, so that comprehensions in the expression see the names too
     return eval(claim["value"], {"__builtins__": {}, **FUNCTIONS, **names})  # an author's expression
@@ -187,9 +188,10 @@ def directed_format(value, spec: str, bound: str) -> str:
     return format(steps, spec) if kind == "d" else format(steps / scale, spec)
 
 
-def problems_with(cell, code_cells: dict[str, object]) -> list[str]:
+def problems_with(cell, code_cells: dict[str, object], results=ASSETS) -> list[str]:
     """Everything wrong with a markdown cell's claims and not-claims, except output values (those need the
-    executed notebook: :func:`output_problems`). ``code_cells``: the notebook's code cells by id."""
+    executed notebook: :func:`output_problems`). ``code_cells``: the notebook's code cells by id; ``results``:
+    the folder the claims' result files are named from."""
     where = f"cell {cell.get('id')!r}"
     claims, not_claims = cell.metadata.get("claims", []), cell.metadata.get("not_claims", [])
     if not isinstance(claims, list) or not isinstance(not_claims, list):
@@ -213,7 +215,7 @@ def problems_with(cell, code_cells: dict[str, object]) -> list[str]:
         elif {"result", "value", "format"} <= set(claim):
             bound = claim.get("bound")
             try:
-                value = evaluate(claim)
+                value = evaluate(claim, results)
                 shown = directed_format(value, claim["format"], bound) if bound else format(value, claim["format"])
             except Exception as error:  # the author's expression or file
                 problems.append(f"{where}: claim {text!r}: {claim['value']!r} on {claim['result']}: {error!r}")
