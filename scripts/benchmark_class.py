@@ -28,7 +28,7 @@ It prints, and writes to ``--out`` (JSON, with the command, the date, the machin
   ``nbgrader autograde`` against ``--jobs 1``, as machine-wide busy CPU per submission and its ratio
   (issue 32's target: at most 0.5).
 
-Run it as root (the sandbox), where nothing else uses the sandbox's uids meanwhile; then write GRADING.md's
+Run it as root (the sandbox), where nothing else uses the sandbox's uids meanwhile; then write SPEED.md's
 passage from the result file (scripts/class_passage.py):
 
     .venv/bin/python scripts/benchmark_class.py --count 1000 --nbgrader 40 --out autograder/benchmarks/class_03.json
@@ -53,7 +53,6 @@ from pathlib import Path
 
 import class_mix
 from class_measure import (
-    CpuGroup,
     PeakMemory,
     children_cpu,
     descendants,
@@ -62,6 +61,7 @@ from class_measure import (
     peaks,
     run_coordinator,
 )
+from cpu_usage import CpuGroup
 
 ROOT = class_mix.ROOT
 ASSIGNMENT = class_mix.ASSIGNMENT

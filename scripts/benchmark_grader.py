@@ -31,6 +31,9 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # cpu_usage, imported also as scripts.benchmark_grader
+
+from cpu_usage import CpuGroup, busy_seconds  # noqa: E402
 
 from autograder import conventions, course  # noqa: E402
 from autograder.grading import gradebook  # noqa: E402
@@ -60,40 +63,22 @@ def env() -> dict:
 
 BUSY: list[float] = []  # machine-wide busy CPU seconds during each timed command
 OWN: list[float | None] = []  # CPU seconds of the command's own processes (a cpuacct cgroup), where measurable
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1: the sandboxes join memory, pids and cpu groups, not this one
-
-
-def _busy_seconds() -> float:
-    """CPU seconds the whole machine has spent busy since boot (/proc/stat; other work included)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cgroup() -> Path | None:
-    """A fresh cpuacct cgroup for one command and everything it starts (kernels included), as root."""
-    if os.geteuid() != 0 or not CPUACCT.is_dir():
-        return None
-    group = CPUACCT / f"benchmark-{os.getpid()}-{len(OWN)}"
-    group.mkdir()
-    return group
 
 
 def run(command: list[str], cwd: Path) -> float:
-    group = _own_cgroup()
-    join = (lambda: (group / "cgroup.procs").write_text("0")) if group else None
-    busy = _busy_seconds()
+    group = CpuGroup(f"benchmark-{os.getpid()}-{len(OWN)}")  # the command and everything it starts
+    join = (lambda: group.add(0)) if group.path else None
+    busy = busy_seconds()
     started = time.monotonic()
     completed = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True, preexec_fn=join)
     seconds = time.monotonic() - started
-    for _ in range(200 if group else 0):  # what the command started may take a moment to end (a zygote, kernels)
-        if not (group / "cgroup.procs").read_text().strip():
+    for _ in range(200):  # what the command started may take a moment to end (a zygote, kernels)
+        if group.empty():
             break
         time.sleep(0.05)
-    BUSY.append(_busy_seconds() - busy)
-    OWN.append(int((group / "cpuacct.usage").read_text()) / 1e9 if group else None)
-    if group:
-        group.rmdir()
+    BUSY.append(busy_seconds() - busy)
+    OWN.append(group.seconds())
+    group.remove()
     if completed.returncode != 0:
         sys.exit(f"{' '.join(command[:4])} failed:\n{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}")
     return seconds

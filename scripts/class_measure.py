@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark_grader import _busy_seconds as busy_seconds  # noqa: E402  (machine-wide busy CPU, /proc/stat)
+from cpu_usage import CpuGroup, busy_seconds  # noqa: E402
 
 WRAPPER = """
 import json, os, resource, runpy, sys
@@ -48,41 +48,7 @@ finally:
     with open(usage_file, "w") as handle:
         json.dump({"self": usage(resource.RUSAGE_SELF), "children": usage(resource.RUSAGE_CHILDREN)}, handle)
 """
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUPS = ("/sys/fs/cgroup/memory/autograder-*/memory.max_usage_in_bytes", "/sys/fs/cgroup/autograder-*/memory.peak")
-
-
-class CpuGroup:
-    """A cpuacct cgroup (v1) that counts the CPU of the processes put in it and of all their descendants
-    (``path`` is None where there is no writable cpuacct hierarchy)."""
-
-    def __init__(self, name: str):
-        self.path: Path | None = None
-        if (CPUACCT / "cpuacct.usage").exists():
-            try:
-                (CPUACCT / name).mkdir()
-                self.path = CPUACCT / name
-            except OSError:
-                pass
-
-    @property
-    def procs(self) -> str:
-        return str(self.path / "cgroup.procs") if self.path else "-"
-
-    def add(self, pid: int) -> None:
-        if self.path:
-            (self.path / "cgroup.procs").write_text(str(pid))
-
-    def seconds(self) -> float | None:
-        return int((self.path / "cpuacct.usage").read_text()) / 1e9 if self.path else None
-
-    def remove(self) -> None:
-        for _ in range(100):  # the last processes of the run may still be ending
-            try:
-                self.path and self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
 
 
 def children_cpu() -> float:

@@ -1,4 +1,4 @@
-"""The passage of autograder/GRADING.md ("Measured at scale") that quotes a class benchmark's result file.
+"""The passage of autograder/SPEED.md ("Measured at scale") that quotes a class benchmark's result file.
 
 Written from the file, with the claims that bind each figure to it (the HTML comment that
 autograder/authoring/document_claims.py checks, tests/test_benchmark_class.py): after a new run of

@@ -29,16 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.grading import jail, runner, spares, startup  # noqa: E402
 from scripts.benchmark_grader import submissions  # noqa: E402
+from scripts.cpu_usage import CPUACCT, group_seconds  # noqa: E402
 
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 SANDBOXES: dict[str, dict] = {}  # cgroup name -> {"start": s, "total": s, "used": bool}
-
-
-def _usage(path: Path) -> float:
-    try:
-        return int((path / "cpuacct.usage").read_text()) / 1e9
-    except (OSError, ValueError):
-        return 0.0
 
 
 def _instrument() -> None:
@@ -54,13 +47,13 @@ def _instrument() -> None:
 
     def kill_and_remove(self):
         if hasattr(self, "name"):
-            SANDBOXES[self.name]["total"] = _usage(CPUACCT / self.name)
+            SANDBOXES[self.name]["total"] = group_seconds(CPUACCT / self.name)
         remove(self)
 
     def ready_sandbox(*args, **kwargs):
         box = ready(*args, **kwargs)
         if box.cgroups is not None and hasattr(box.cgroups, "name"):
-            SANDBOXES[box.cgroups.name]["start"] = _usage(CPUACCT / box.cgroups.name)
+            SANDBOXES[box.cgroups.name]["start"] = group_seconds(CPUACCT / box.cgroups.name)
         return box
 
     jail.CGroups.__init__, jail.CGroups.kill_and_remove = __init__, kill_and_remove

@@ -5,7 +5,7 @@
   a wrong answer of chapter 03's table, which its hidden test rejects; a broken one does not parse,
   lost its cells, kills its kernel or loops; a hostile one is the grader zoo's);
 - the projection to a larger class (scripts/benchmark_class.py), against a hand-worked example;
-- the figures GRADING.md (and README.md) quote (autograder/authoring/document_claims.py), with
+- the figures SPEED.md (and README.md) quote (autograder/authoring/document_claims.py), with
   negative controls: a wrong figure and a figure typed in beside the checked ones are refused.
 """
 
@@ -22,7 +22,7 @@ from autograder.authoring import document_claims
 
 SCRIPTS = course.ROOT / "scripts"
 RESULT = "autograder/benchmarks/class_03.json"
-GUIDES = ("autograder/GRADING.md", "README.md")
+GUIDES = ("autograder/SPEED.md", "README.md")
 
 
 @pytest.fixture(scope="module")
@@ -140,13 +140,13 @@ def test_the_guides_quote_their_figures_from_the_result_files(guide):
 
 
 def test_grading_quotes_the_class_benchmark(scripts):
-    """Not vacuous: GRADING.md's "Measured at scale" is declared, reads the shipped result file (of the three
+    """Not vacuous: SPEED.md's "Measured at scale" is declared, reads the shipped result file (of the three
     runs, with the same grades), and is the passage scripts/class_passage.py writes from it."""
-    grading = course.ROOT / "autograder" / "GRADING.md"
+    grading = course.ROOT / "autograder" / "SPEED.md"
     found, problems = document_claims.passages(grading)
     assert not problems
     results = {c["result"] for p in found for c in p.metadata["claims"]}
-    assert RESULT in results, f"GRADING.md quotes nothing from {RESULT}"
+    assert RESULT in results, f"SPEED.md quotes nothing from {RESULT}"
     data = json.loads((course.ROOT / RESULT).read_text())
     assert data["grades_identical"] and all("wall_s" in data["runs"][run] for run in ("jobs1", "jobs2", "distributed"))
     import class_passage

@@ -1,4 +1,4 @@
-"""Numbers quoted in the repository's Markdown guides (README.md, autograder/GRADING.md), bound to result files.
+"""Numbers quoted in the repository's Markdown guides (README.md, autograder/SPEED.md), bound to result files.
 
 A passage of a guide that quotes measured figures starts with an HTML comment (which no Markdown viewer
 shows) declaring them, as a chapter's markdown cell declares its figures in its metadata
