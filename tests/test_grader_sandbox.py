@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from autograder import course
-from autograder.grading.jail import UID_BASE, Limits
+from autograder.grading.jail import SANDBOXES_PER_UID, UID_BASE, Limits
 from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
+from autograder.grading.spares import SparePool
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,
@@ -57,7 +58,12 @@ print(sorted(p for p in os.listdir('/proc') if p.isdigit()))
     lines = report.splitlines()
     assert lines[0] == f"{UID_BASE + SLOT} {UID_BASE + SLOT} []"
     assert lines[1] == "['0000000000000000', '0000000000000000', '1']"  # no capability, no_new_privs
-    assert lines[2] == "3072 48 8"
+    pids = [path / "pids.max" for path in sandbox.cgroups.dirs if (path / "pids.max").is_file()]
+    if pids:  # the cgroup holds this sandbox to 48; the uid's limit is what the slot's sandboxes share
+        assert [path.read_text().strip() for path in pids] == ["48"]
+        assert lines[2] == f"3072 {48 * SANDBOXES_PER_UID} 8", f"rlimits (address space MB, nproc, file MB): {lines[2]}"
+    else:
+        assert lines[2] == "3072 48 8", f"rlimits (address space MB, nproc, file MB): {lines[2]}"
     assert len(eval(lines[3])) <= 3  # only the namespace's own processes: pid 1, the kernel
 
 
@@ -144,6 +150,46 @@ def test_death_and_deadline_leave_nothing_behind():
     assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).returncode == 1
     assert not list(workdir.iterdir())
     workdir.rmdir()
+
+
+FORK_BOMB = """
+import os, time
+children = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+except OSError as exc:
+    print(children, exc.errno)
+"""
+
+
+def test_a_fork_bomb_leaves_the_next_sandbox_of_its_slot_its_processes():
+    """A sandbox that holds every process its limit allows does not starve the next sandbox of the same slot
+    (same uid: a worker's spare starts while the current submission runs). The spare starts, runs threads
+    and answers at once; before, the uid's RLIMIT_NPROC was one sandbox's, shared by both."""
+    assert SANDBOXES_PER_UID >= SparePool.DEPTH + 2, "the grading sandbox, its spares and one being killed"
+    workdir = Path(tempfile.mkdtemp(prefix="ag-t", dir="/tmp"))
+    limits = Limits(processes=48)
+    with Sandbox(workdir, SLOT + 2, limits, name="bomb") as bomb:
+        bomb.start(time.monotonic() + 120)
+        children = int(run(bomb, FORK_BOMB).split()[0])
+        assert children >= 30, f"the fork bomb made only {children} processes: it did not reach the limit"
+        with Sandbox(workdir, SLOT + 2, limits, name="next") as spare:
+            started = time.monotonic()
+            spare.start(time.monotonic() + 60)
+            report = run(
+                spare,
+                "import threading\nts = [threading.Thread(target=sum, args=([1],)) for _ in range(8)]\n"
+                "[t.start() for t in ts]; [t.join() for t in ts]\nprint('threads ran')",
+                limit=30,
+            )
+            seconds = time.monotonic() - started
+    assert report.strip() == "threads ran", f"the spare beside a fork bomb could not run threads: {report!r}"
+    assert seconds < 30, f"the spare beside a fork bomb took {seconds:.0f} s to start and run a cell"
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_no_way_back_to_the_host_file_system(sandbox):

@@ -50,7 +50,7 @@ class Limits:
     """Resource limits of one sandbox."""
 
     memory_mb: int = 4096  # address space of each process (RLIMIT_AS); the cgroup's memory limit
-    processes: int = 64  # RLIMIT_NPROC of the sandbox user (threads count too); the cgroup's pids.max
+    processes: int = 64  # the cgroup's pids.max (threads count too); RLIMIT_NPROC: see rlimits()
     file_mb: int = 64  # largest file a process may write (RLIMIT_FSIZE)
     scratch_mb: int = 256  # size of the scratch tmpfs
     cpu_s: int = 900  # CPU seconds per process (RLIMIT_CPU), a backstop to the wall-clock limit
@@ -201,7 +201,18 @@ def zygote_script(root: Path, font_cache: Path | None, command: list[str]) -> st
     return "\n".join(lines)
 
 
-def rlimits(limits: Limits) -> dict[str, int]:
-    """The kernel's rlimits (soft and hard), by prlimit's names."""
-    return {"as": limits.memory_mb << 20, "nproc": limits.processes, "fsize": limits.file_mb << 20,
+# A worker's sandboxes alive at once under its slot's uid: the one grading, its spares (spares.SparePool.DEPTH)
+# and one still being killed. RLIMIT_NPROC counts every process and thread of a uid, theirs together.
+SANDBOXES_PER_UID = 4
+
+
+def rlimits(limits: Limits, pids_cgroup: bool = False) -> dict[str, int]:
+    """The kernel's rlimits (soft and hard), by prlimit's names.
+
+    ``limits.processes`` bounds one sandbox. Where the sandbox has a pids cgroup of its own (``pids_cgroup``),
+    that cgroup holds it to ``processes`` and the uid's RLIMIT_NPROC is the slot's total, so that a fork bomb
+    in the sandbox being graded cannot take the processes of the spare starting beside it under the same uid
+    (which then could not start its threads). Without one, RLIMIT_NPROC is the only bound: ``processes``."""
+    nproc = limits.processes * (SANDBOXES_PER_UID if pids_cgroup else 1)
+    return {"as": limits.memory_mb << 20, "nproc": nproc, "fsize": limits.file_mb << 20,
             "cpu": limits.cpu_s, "core": 0}  # fmt: skip

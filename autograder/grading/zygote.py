@@ -145,7 +145,8 @@ class Zygote:
             status, write = os.pipe()
             fds.append(write)
             fds += [os.open(path / "cgroup.procs", os.O_WRONLY) for path in cgroups]
-            request = {"uid": uid, "limits": rlimits(limits), "env": KERNEL_ENV, "argv": argv,
+            pids_cgroup = any((path / "pids.max").is_file() for path in cgroups)
+            request = {"uid": uid, "limits": rlimits(limits, pids_cgroup), "env": KERNEL_ENV, "argv": argv,
                        "scratch_mb": limits.scratch_mb, "connection": connection}  # fmt: skip
             with self._lock:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
