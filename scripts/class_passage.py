@@ -112,7 +112,7 @@ def passage(result: dict, name: str) -> str:
               a=("versus_nbgrader['nbgrader_busy_cpu_s_per_submission']",
               ".1f"), b=("versus_nbgrader['jobs1_busy_cpu_s_per_submission']", ".1f"))  # fmt: skip
         p.add("{r} times nbgrader's ", r=("versus_nbgrader['cpu_ratio']", ".2f"))
-        p.plain("(issue 32's target: at most 0.5), ", "issue 32's target: at most 0.5")
+        p.plain("(the target: at most 0.5), ", "the target: at most 0.5")
         p.add("the machine's load {load} before, other work included.\n",
               load=("versus_nbgrader['load_before'][0]", ".1f"))  # fmt: skip
     return p.markdown()
