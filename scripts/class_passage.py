@@ -55,7 +55,7 @@ class Passage:
 def passage(result: dict, name: str) -> str:
     p = Passage(result, name)
     p.add("The shipped result, a class of {count} submissions ({h} honest, {w} with wrong answers, {b} broken, "
-          "{x} hostile)\n", count=("count", "d"), h=("mix['kind_counts']['honest']", "d"),
+          "{x} hostile)\n", count=("count", ",d"), h=("mix['kind_counts']['honest']", "d"),
           w=("mix['kind_counts']['wrong']", "d"), b=("mix['kind_counts']['broken']", "d"),
           x=("mix['kind_counts']['hostile']", "d"))  # fmt: skip
     p.add("graded on {cores} cores on {date}, load {load} before, ", cores=("machine['cores']", "d"),
@@ -86,8 +86,17 @@ def passage(result: dict, name: str) -> str:
               student=(f"{first}['student']", "s"), recipe=(f"{first}['recipe']", "s"))  # fmt: skip
         p.plain(f"with {LABELS[label].format(workers=result['runs'][label].get('workers'))}"
                 + (";\n" if i + 1 < len(timed) else ".\n"))  # fmt: skip
-    same = "identical" if result["grades_identical"] else "NOT identical"
-    p.plain(f"\n`grades.csv` and `details.csv` were {same} across the runs.\n")
+    if result["grades_identical"]:
+        p.plain("\n`grades.csv` and `details.csv` were identical across the runs.\n")
+    elif result.get("grades_identical_but_timing"):
+        t = "timing_dependent"
+        p.plain("\n`grades.csv` and `details.csv` were identical across the runs for every submission but the fork "
+                "bombs (`while True: os.fork()`), whose grade depends on timing:\n")  # fmt: skip
+        p.add("{d} of the {n} had a `timeout` flag in one run and not in another, ",
+              d=(f"len({t}['differing'])", "d"), n=(f"{t}['in_class']", "d"))  # fmt: skip
+        p.add("and {s} of them a different score.\n", s=(f"len({t}['score_differing'])", "d"))
+    else:
+        p.plain("\n`grades.csv` and `details.csv` were NOT identical across the runs (see the result file).\n")
     q = "projection"
     p.plain(f"Projected from the {RUN_NAMES[result['projection']['basis']]} run ")
     p.add("({w} CPU-s per submission on the workers, {c} on the coordinator ",
