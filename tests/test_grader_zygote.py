@@ -5,13 +5,14 @@ submission's code. These tests leave every kind of state in one kernel (module g
 torch and numpy, files, threads, processes, the environment) and check that the next kernel, forked
 from the same zygote, sees none of it, while the kernel that made it does (the probe can fail);
 that two sandboxes alive at once do not see each other; that no kernel holds the zygote's channel;
-and that the sandboxes die with their zygote. They need root (namespaces, mounts, other uids).
+that the sandboxes die with their zygote; and that a course under /tmp stays visible, read-only. They need root (namespaces, mounts, other uids).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import zygote
+from autograder.grading import jail, zygote
 from autograder.grading.jail import UID_BASE, Limits
 from autograder.grading.sandbox import Sandbox
 
@@ -108,6 +109,7 @@ def test_two_sandboxes_alive_at_once_do_not_see_each_other(workdir):
         assert run(first, "open('/tmp/mine', 'w').write('first')\nimport os\nprint(os.getpid())") == "2\n"
         report = run(second, """
 import os
+import shutil
 print(os.path.exists('/tmp/mine'), sorted(p for p in os.listdir('/proc') if p.isdigit()), os.getuid())
 """)  # fmt: skip
         assert report == f"False ['1', '2'] {UID_BASE + SLOT + 1}\n"
@@ -138,3 +140,24 @@ def test_sandboxes_die_with_their_zygote(workdir):
         assert not box.alive and not processes(UID_BASE + SLOT)
     finally:
         box.close()
+
+
+def test_a_course_under_tmp_stays_visible_and_read_only(workdir, monkeypatch):
+    """A venv or checkout under the host's /tmp (a clone there, as CI may make) is bound into the jail below its
+    /tmp; each sandbox's fresh scratch tmpfs on /tmp must not hide it: the kernel reads it and cannot write it."""
+    course = Path(tempfile.mkdtemp(prefix="ag-course", dir="/tmp"))
+    (course / "pkg").mkdir()
+    (course / "pkg" / "data.txt").write_text("course file")
+    binds = [*jail.read_only_binds(), str(course / "pkg")]
+    monkeypatch.setattr(jail, "read_only_binds", lambda: binds)  # the zygote's jail binds it
+    monkeypatch.setattr(zygote, "read_only_binds", lambda: binds)  # each sandbox keeps it under its /tmp
+    zygote.close_all()
+    try:
+        box = started(workdir, name="course-under-tmp")
+        report = run(box, f"print(open('{course}/pkg/data.txt').read())\ntry:\n    open('{course}/pkg/new', 'w')\n"
+                          "except OSError as exc:\n    print('blocked', exc.errno)")  # fmt: skip
+        box.close()
+    finally:
+        zygote.close_all()
+        shutil.rmtree(course)
+    assert report.split() == ["course", "file", "blocked", "30"], f"expected the file read and EROFS (30): {report!r}"

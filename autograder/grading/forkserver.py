@@ -35,6 +35,10 @@ NAMESPACES = 0x20000 | 0x4000000 | 0x8000000 | 0x20000000 | 0x40000000  # CLONE_
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND = 2, 4, 8, 4096
 MNT_DETACH = 2
+# open_tree(2) and move_mount(2) (Linux 5.2; the same numbers on x86-64 and arm64): a mount of the jail under /tmp
+# (a venv or checkout that lives under the host's /tmp) is cloned before the scratch tmpfs hides it, then put back
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, AT_FDCWD = 428, 429, -100
+OPEN_TREE_CLONE, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 1, 0x8000, 4
 LIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
           "cpu": resource.RLIMIT_CPU, "core": resource.RLIMIT_CORE}  # fmt: skip
 libc = ctypes.CDLL(None, use_errno=True)
@@ -83,6 +87,16 @@ def _kernel(request: dict, log: int) -> None:
     kernelapp.launch_new_instance()
 
 
+def _clone_mount(path: str) -> int:
+    """A detached copy of the mount at ``path`` (and those below it), as a descriptor for move_mount."""
+    flags = OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC
+    tree = libc.syscall(SYS_OPEN_TREE, AT_FDCWD, path.encode(), flags)
+    if tree < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"open_tree {path} (a course under /tmp needs Linux 5.2): {os.strerror(errno)}")
+    return tree
+
+
 def _init(request: dict, log: int, cgroups: list) -> None:
     """B, pid 1 of the sandbox's namespaces (as the setup shell was): its scratch folder, a fresh size-limited
     tmpfs on /tmp, owned by the sandbox's uid (the kernel's working folder and HOME, its connection file and
@@ -96,11 +110,16 @@ def _init(request: dict, log: int, cgroups: list) -> None:
     for name in os.listdir("/tmp/.mpl"):  # the zygote's font list, for the kernel's matplotlib cache
         with open(f"/tmp/.mpl/{name}", "rb") as handle:
             fonts[name] = handle.read()
+    kept = [(path, _clone_mount(path)) for path in request.get("tmp_binds", [])]
     options = f"size={request['scratch_mb']}m,mode=0700,uid={uid},gid={uid}"
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, options)
     for sub in (".mpl", ".shm", ".ipython", ".jupyter"):
         os.mkdir(f"/tmp/{sub}")
         os.chown(f"/tmp/{sub}", uid, uid)
+    for path, tree in kept:  # back where the kernel finds them, read-only as before, in root's folders
+        os.makedirs(path)
+        _check(libc.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, path.encode(), MOVE_MOUNT_F_EMPTY_PATH), path)
+        os.close(tree)
     for name, data in [*((f".mpl/{n}", d) for n, d in fonts.items()), (".kernel.json", request["connection"])]:
         with open(f"/tmp/{name}", "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)

@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 
 from autograder.grading import leftovers
-from autograder.grading.jail import KERNEL_ENV, Limits, rlimits, zygote_script
+from autograder.grading.jail import KERNEL_ENV, Limits, read_only_binds, rlimits, zygote_script
 
 START_S = 180.0  # the zygote's imports on a loaded machine
 ANSWER_S = 60.0  # a fork request
@@ -146,7 +146,9 @@ class Zygote:
             fds.append(write)
             fds += [os.open(path / "cgroup.procs", os.O_WRONLY) for path in cgroups]
             pids_cgroup = any((path / "pids.max").is_file() for path in cgroups)
+            tmp_binds = [path for path in read_only_binds() if path.startswith("/tmp/")]  # hidden by the scratch tmpfs
             request = {"uid": uid, "limits": rlimits(limits, pids_cgroup), "env": KERNEL_ENV, "argv": argv,
+                       "tmp_binds": tmp_binds,
                        "scratch_mb": limits.scratch_mb, "connection": connection}  # fmt: skip
             with self._lock:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
