@@ -5,7 +5,8 @@ submission's code. These tests leave every kind of state in one kernel (module g
 torch and numpy, files, threads, processes, the environment) and check that the next kernel, forked
 from the same zygote, sees none of it, while the kernel that made it does (the probe can fail);
 that two sandboxes alive at once do not see each other; that no kernel holds the zygote's channel;
-that the sandboxes die with their zygote; and that a course under /tmp stays visible, read-only. They need root (namespaces, mounts, other uids).
+that the sandboxes die with their zygote; and that a course under /tmp stays visible, read-only. They need
+root (namespaces, mounts, other uids).
 """
 
 from __future__ import annotations
