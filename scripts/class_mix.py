@@ -40,7 +40,9 @@ for _path in (ROOT, ROOT / "tests", ROOT / "scripts"):  # autograder; the zoo an
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from autograder import conventions, course  # noqa: E402
+import grader_zoo  # noqa: E402  (its notebook helpers: stub, _answers, _bytes)
+
+from autograder import conventions  # noqa: E402
 
 ASSIGNMENT = "03_attention_steps"  # the zoo's chapter
 HOSTILE = ("forger", "claims_equality", "escape", "memory_bomb", "fork_bomb", "huge_output", "edited_tests",
@@ -95,22 +97,6 @@ def plan(count: int, seed: int = 0) -> list[tuple[str, str, str]]:
     return [(f"s{i:04d}", kind, recipe) for i, (kind, recipe) in enumerate(items)]
 
 
-def _bytes(nb) -> bytes:
-    return nbformat.writes(nb).encode("utf-8")
-
-
-def _stub():
-    return nbformat.read(course.student_notebook(ASSIGNMENT), as_version=4)
-
-
-def _set_answers(nb, answers: dict[str, str]):
-    for cell in nb.cells:
-        grade_id = conventions.grade_id(cell)
-        if grade_id in answers:
-            cell.source = answers[grade_id]
-    return nb
-
-
 def wrong_choices(rng: random.Random) -> list:
     """One or two WRONG variants of chapter 03's table, on different exercises."""
     import wrong_answers
@@ -129,25 +115,23 @@ def wrong_notebook(chosen: list) -> bytes:
     answers = dict(wrong_answers.chapter(ASSIGNMENT).answers)  # markers removed, as a student's cell reads
     for variant in chosen:
         answers[variant.exercise] = variant.apply(answers[variant.exercise])
-    return _bytes(_set_answers(_stub(), answers))
+    return grader_zoo._bytes(grader_zoo._answers(grader_zoo.stub(ASSIGNMENT), answers))
 
 
 def cells_deleted(rng: random.Random) -> tuple[bytes, list[str]]:
     """The full reference answers, with two exercises' answer cells and visible test cells deleted."""
-    nb = _stub()
     exercises = list(conventions.instructor(ASSIGNMENT).exercises)
     answers = {g: c.source for g, c in conventions.instructor(ASSIGNMENT).answers.items()}
-    _set_answers(nb, answers)
+    nb = grader_zoo._answers(grader_zoo.stub(ASSIGNMENT), answers)
     gone = sorted(rng.sample(exercises, 2), key=exercises.index)
     ids = {*gone, *(f"{g}_visible" for g in gone)}
     nb.cells = [cell for cell in nb.cells if conventions.grade_id(cell) not in ids]
-    return _bytes(nb), gone
+    return grader_zoo._bytes(nb), gone
 
 
 def generate(count: int, seed: int = 0) -> list[Submission]:
     """The class: :func:`plan`'s submissions with their notebooks."""
     import benchmark_grader
-    import grader_zoo
 
     if grader_zoo.BASE != ASSIGNMENT:
         raise RuntimeError(f"the zoo's chapter is {grader_zoo.BASE}, this class is {ASSIGNMENT}")
@@ -157,14 +141,15 @@ def generate(count: int, seed: int = 0) -> list[Submission]:
     honest = iter(benchmark_grader.submissions(ASSIGNMENT, n_honest).values())
     exercises = sorted(conventions.instructor(ASSIGNMENT).answers)  # benchmark_grader's bit order
     rng = random.Random(f"class-{seed}")
-    stub = {conventions.grade_id(c): c.source for c in _stub().cells}
-    known_ids = {c.id for c in _stub().cells} | {c.id for c in conventions.instructor(ASSIGNMENT).cells}
+    stub_cells = grader_zoo.stub(ASSIGNMENT).cells
+    stub = {conventions.grade_id(c): c.source for c in stub_cells}
+    known_ids = {c.id for c in stub_cells} | {c.id for c in conventions.instructor(ASSIGNMENT).cells}
     result = []
     for student, kind, recipe in planned:
         note = ""
         if kind == "honest":
             nb = next(honest)
-            data = _bytes(nb)
+            data = grader_zoo._bytes(nb)
             done = [g for g in exercises if any(conventions.grade_id(c) == g and c.source != stub[g] for c in nb.cells)]
             note = f"finished {len(done)} of {len(exercises)}"
         elif kind == "wrong":
@@ -188,7 +173,7 @@ def _numbered_ids(data: bytes, known: set[str]) -> bytes:
     for i, cell in enumerate(nb.cells):
         if cell.get("id") not in known:
             cell.id = f"zoo-{i:03d}"
-    return _bytes(nb)
+    return grader_zoo._bytes(nb)
 
 
 def write(folder: Path, submissions: list[Submission]) -> None:

@@ -65,9 +65,6 @@ def passage(result: dict, name: str) -> str:
     p.plain("| run | wall time | grader CPU | machine busy | submissions per grader CPU-minute | peak RSS in MB: "
             "coordinator / worker / kernel / sandbox cgroup |\n| --- | --- | --- | --- | --- | --- |\n")  # fmt: skip
     for label, run in result["runs"].items():
-        if "skipped" in run:
-            p.plain(f"| {LABELS[label].format(workers='its')} | not run: {run['skipped'].split(':')[0]} | | | | |\n")
-            continue
         p.plain(f"| {LABELS[label].format(workers=run.get('workers'))} ")
         r = f"runs['{label}']"
         peaks = [k for k in ("coordinator", "worker", "kernel") if run.get(f"{k}_peak_rss_mb") is not None]
