@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_usage import CpuGroup, busy_seconds  # noqa: E402
+from cpu_usage import CpuGroup, busy_seconds, process_cpu, stat_fields  # noqa: E402
 
 WRAPPER = """
 import json, os, resource, runpy, sys
@@ -116,12 +116,8 @@ def descendants(root: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(entry))
+        if fields := stat_fields(int(entry)):
+            children.setdefault(int(fields[1]), []).append(int(entry))
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -133,14 +129,7 @@ def descendants(root: int) -> list[int]:
 def live_tree_cpu(root: int) -> float:
     """CPU seconds of the live descendants of ``root``, with those of their children that ended and were waited
     for (each process counted once: by itself while alive, in its parent's ``cutime`` once reaped)."""
-    ticks = 0
-    for pid in descendants(root):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(process_cpu(fields) for pid in descendants(root) if (fields := stat_fields(pid)))
 
 
 def load() -> list[float]:

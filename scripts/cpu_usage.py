@@ -1,7 +1,7 @@
 """CPU counted for the grader's benchmarks (scripts/benchmark_grader.py, benchmark_class.py, grader_cpu.py).
 
 - :func:`busy_seconds`: the CPU seconds the whole machine has spent busy since boot (``/proc/stat``,
-  other work included), read before and after a command;
+  other work included), read before and after a command; :func:`process_cpu`: one process's;
 - :class:`CpuGroup`: a cpuacct cgroup (v1) that counts the CPU of the processes put in it and of all
   their descendants, however they end. The sandbox's own cgroups (memory, pids, cpu) leave cpuacct
   alone, so a command's kernels stay counted in the command's group. Needs root.
@@ -21,6 +21,20 @@ def busy_seconds() -> float:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (state, ppid, ...), None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def process_cpu(fields: list[str]) -> float:
+    """CPU seconds of a process (from :func:`stat_fields`) and of the children it reaped: utime, stime, cutime,
+    cstime."""
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def group_seconds(path: Path) -> float:

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.grading import jail, runner, spares, startup  # noqa: E402
 from scripts.benchmark_grader import submissions  # noqa: E402
-from scripts.cpu_usage import CPUACCT, group_seconds  # noqa: E402
+from scripts.cpu_usage import CPUACCT, group_seconds, process_cpu, stat_fields  # noqa: E402
 
 SANDBOXES: dict[str, dict] = {}  # cgroup name -> {"start": s, "total": s, "used": bool}
 
@@ -81,15 +81,9 @@ def _instrument() -> None:
 
 
 def _zygote_cpu() -> float:
-    try:
-        from autograder.grading import zygote
-    except ImportError:
-        return 0.0
-    total = 0.0
-    for pid in zygote.running_pids():
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    return total
+    from autograder.grading import zygote
+
+    return sum(process_cpu(fields) for pid in zygote.running_pids() if (fields := stat_fields(pid)))
 
 
 def _cpu(who: int) -> float:
