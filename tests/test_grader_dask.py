@@ -139,15 +139,8 @@ def _kill_a_worker_mid_run(folder: Path, tls: Path, out: Path, work: Path, allow
         run.join(timeout=900)
         assert killed, "no worker was caught grading: nothing was killed"
     assert not leftovers._sandbox_processes(), "the killed worker's sandbox outlived the cluster"
-    # The next grading run's sweep removes the killed worker's cgroups (empty now), but only when no other run is
-    # alive, and this test process is one: remove the ones this test made, so that later tests find none.
-    for path in set(leftovers._cgroups()) - before:
-        for _ in range(100):  # a killed task leaves its cgroup a moment after it is gone from /proc
-            try:
-                path.rmdir()
-                break
-            except OSError:
-                time.sleep(0.05)
+    swept = leftovers.sweep()  # what the next run does first, while this test process's own run still lives
+    assert not set(leftovers._cgroups()) - before, f"the killed worker's cgroups outlived the next sweep: {swept}"
     students = _students(out)
     assert len(students) == len(set(students)) == len(CLASS) + 1, students
     assert _submissions_in_gradebook(work) == sorted(students)

@@ -11,7 +11,8 @@ watches its parent). At the next start, for every such folder whose owner is gon
   socket closes);
 - when there was such a folder and no other run is alive, the processes of the sandbox users
   (uid ``UID_BASE`` and up: kernels, whatever they started) are killed and the grader's empty
-  cgroups (``autograder-*``) removed.
+  cgroups (``autograder-*``) removed;
+- whatever else runs, the empty cgroups of the sandbox slots no live worker holds (slots.py) are removed.
 
 The sandbox users are the grader's alone (jail.py), so nothing else is touched.
 """
@@ -26,6 +27,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from autograder.grading import slots
 from autograder.grading.jail import UID_BASE
 
 SCRATCH_PARENT = Path("/tmp")
@@ -97,6 +99,24 @@ def _cgroups() -> list[Path]:
     return [path for path in found if path.is_dir()]
 
 
+def _unheld_cgroups() -> list[str]:
+    """Remove the empty cgroups of the slots no live worker holds (``autograder-<slot>-<n>``): a worker killed
+    while others live (a Dask worker) leaves its sandboxes' there, which the sweep below would keep."""
+    removed = []
+    for path in _cgroups():
+        slot = path.name.split("-")[1]
+        if not slot.isdigit() or slots.held(int(slot)):
+            continue
+        for _ in range(20):  # a killed task leaves its cgroup a moment after it is gone from /proc
+            try:
+                path.rmdir()
+                removed.append(f"removed cgroup {path}")
+                break
+            except OSError:
+                time.sleep(0.05)
+    return removed
+
+
 def sweep() -> list[str]:
     """Clean what dead runs left; returns what was cleaned, for the log. Needs root."""
     cleaned = []
@@ -119,6 +139,7 @@ def sweep() -> list[str]:
             cleaned.append(f"unmounted {point}")
         shutil.rmtree(folder, ignore_errors=True)
         cleaned.append(f"removed {folder}")
+    cleaned += _unheld_cgroups()
     if live or not cleaned:  # another run is alive, or no run was killed: nothing of a sandbox is stray
         return cleaned
     for attempt in range(50):

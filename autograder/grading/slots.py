@@ -59,6 +59,23 @@ def claim() -> int:
     raise RuntimeError(f"all {SLOTS} sandbox slots of this machine are held by grading workers")
 
 
+def held(slot: int) -> bool:
+    """Whether a live process of this machine holds ``slot`` (its lock cannot be taken now)."""
+    if slot in _HELD:
+        return True
+    try:
+        handle = os.open(folder() / f"{slot}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released at once, by the close below
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(handle)
+    return False
+
+
 def release(slot: int) -> None:
     """Give a slot back (the process ending does it too)."""
     handle = _HELD.pop(slot, None)
