@@ -8,6 +8,7 @@ decoder and what proxies do and do not ask the student's side.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -26,6 +27,46 @@ def loopback(namespace: dict) -> rpc.Session:
     """A session whose 'sandbox' is an agent in this process."""
     agent = Agent(namespace)
     return rpc.Session(agent.rpc)
+
+
+class Comm:
+    """The agent's comm in a kernel: it sends each answer (here: keeps it, and notes which process sent it)."""
+
+    def __init__(self, log):
+        self.log, self.answer = log, None
+
+    def on_msg(self, handler):
+        self.handler = handler
+
+    def send(self, data):
+        with open(self.log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        self.answer = data["autograder"]
+
+
+def test_a_copy_of_the_kernel_forked_during_a_call_does_not_answer_it(tmp_path):
+    """A student function that forks returns in two processes; only the kernel answers the grader's request,
+    the copy ends (kernel/forks.py) instead of sending a second answer on the kernel's channel."""
+    kernel, log = os.getpid(), tmp_path / "senders"
+
+    def forks():
+        child = os.fork()
+        if child:
+            os.waitpid(child, 0)
+        return "forked"
+
+    agent, comm = Agent({"forks": forks}), Comm(log)
+    agent.open(comm, None)
+
+    def transport(text):
+        comm.handler({"content": {"data": {"request": text}}})
+        if os.getpid() != kernel:  # a copy that came back here would go on running the test suite
+            os._exit(3)
+        return comm.answer
+
+    assert rpc.Session(transport).lookup({"forks"})["forks"]() == "forked"
+    senders = log.read_text().split()
+    assert senders == [str(kernel)] * 2, f"answers sent by {senders}, expected only the kernel ({kernel}), twice"
 
 
 def roundtrip(value):

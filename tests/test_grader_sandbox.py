@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder import course
+from autograder.grading import startup
 from autograder.grading.jail import SANDBOXES_PER_UID, UID_BASE, Limits
 from autograder.grading.sandbox import CallTimeout, KernelDied, NotebookTimeout, Sandbox
 from autograder.grading.spares import SparePool
@@ -189,6 +190,51 @@ def test_a_fork_bomb_leaves_the_next_sandbox_of_its_slot_its_processes():
             seconds = time.monotonic() - started
     assert report.strip() == "threads ran", f"the spare beside a fork bomb could not run threads: {report!r}"
     assert seconds < 30, f"the spare beside a fork bomb took {seconds:.0f} s to start and run a cell"
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+ONE_COPY = """
+import os, time
+child = os.fork()
+if child:
+    for _ in range(300):
+        if os.waitpid(child, os.WNOHANG)[0]:
+            print("the copy ended with its cell")
+            break
+        time.sleep(0.1)
+    else:
+        print("the copy is still alive after 30 s")
+"""
+
+
+def processes_of(uid: int) -> int:
+    """The live processes of ``uid`` (a copy that ended stays a zombie until the kernel waits for it)."""
+    states = subprocess.run(["ps", "-o", "stat=", "-u", str(uid)], capture_output=True, text=True).stdout.split()
+    return sum(not state.startswith("Z") for state in states)
+
+
+def test_a_fork_bombs_copies_end_with_their_cell():
+    """With the grader's agent installed, every copy a fork bomb makes of the kernel ends once its fork fails
+    (its traceback ends it) instead of staying in IPython until the sandbox closes: the live processes of
+    the slot fall back to the kernel's own, the kernel answers the next cell, and a copy forked during one of
+    the grader's calls does not answer it. Before, about 50 copies stayed, and how long the bomb's cell
+    took depended on the machine's load (its grade too)."""
+    workdir = Path(tempfile.mkdtemp(prefix="ag-t", dir="/tmp"))
+    uid = UID_BASE + SLOT + 3
+    with Sandbox(workdir, SLOT + 3, Limits(processes=48), name="forks") as box:
+        box.start(time.monotonic() + 120)
+        installed = box.run(startup.INSTALL_AGENT, time.monotonic() + 60, 60, silent=True)
+        assert (installed.reply or {}).get("status") == "ok", f"the agent was not installed: {installed.outputs}"
+        alone = processes_of(uid)
+        report = run(box, "import os\nwhile True:\n    os.fork()")
+        assert "BlockingIOError" in report, f"the fork bomb did not reach the sandbox's limit: {report!r}"
+        deadline = time.monotonic() + 60  # not a speed target: the copies end as soon as they get the CPU
+        while processes_of(uid) > alone and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = processes_of(uid)
+        assert left <= alone, f"{left - alone} copies of the kernel are still alive after its fork bomb (expected 0)"
+        assert run(box, "print('alive')") == "alive\n"
+        assert run(box, ONE_COPY) == "the copy ended with its cell\n", "a forked copy of the kernel outlived its cell"
     shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -40,6 +40,7 @@ def _install_agent() -> str:
         f"_autograder_recording = compile({recording.source()!r}, 'autograder-profiling', 'exec')",
         "__autograder__ = _autograder_modules['rpc'].Agent(get_ipython().user_ns, _autograder_recording)",
         "get_ipython().kernel.comm_manager.register_target('autograder', __autograder__.open)",
+        "_autograder_modules['forks'].install(get_ipython())",
         "del _autograder_types, _autograder_modules, _autograder_module, _autograder_recording",
     ]
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ Each module here is the kernel's side of a grader-side module of the same name o
     autograd.py   the autograd bridge           <->  autograd.py   graphs kept for the grader's backward
     recording.py  the record's strict decoder   <->  recording.py  the course's recording, run here
     (both sides)                                     protocol.py   what both agree on (standard library)
+    (kernel only)                                    forks.py      a forked copy of the kernel ends
 
 In the kernel, ``autograder`` cannot be imported: startup.py makes each module from its file's source,
 with the modules before it in ``MODULES`` among its globals. In the grader (its own tests, the
@@ -16,4 +17,4 @@ one-process mode), they are ordinary modules of this package.
 """
 
 # the kernel-side modules, in the order startup.py installs them (each may use those before it)
-MODULES = ("protocol", "codec", "devices", "autograd", "recording", "rpc")
+MODULES = ("protocol", "forks", "codec", "devices", "autograd", "recording", "rpc")

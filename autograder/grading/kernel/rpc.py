@@ -1,9 +1,9 @@
 """The grader's agent INSIDE the student's kernel (its partner in the grader: ../rpc.py, the session).
 
 Runs in the student's kernel, sent there as source by startup.py after the modules it uses (this
-package: protocol.py, what both sides agree on; codec.py, requests in and answers out; devices.py,
-the devices a test simulates; autograd.py, graphs kept for the grader's backward; recording.py, the
-course's recording run privately here).
+package: protocol.py, what both sides agree on; forks.py, a forked copy of the kernel ends; codec.py,
+requests in and answers out; devices.py, the devices a test simulates; autograd.py, graphs kept for
+the grader's backward; recording.py, the course's recording run privately here).
 
 When a test, running in the grader, calls a function the student wrote, the grader's session sends
 a request over a Jupyter comm; :meth:`Agent.rpc` runs its operation (``op_<name>``) against the
@@ -25,7 +25,7 @@ import sys
 import warnings
 
 if __name__.startswith("autograder."):  # in the grader; in the kernel, startup.py provides the modules
-    from autograder.grading.kernel import autograd, codec, devices, protocol, recording
+    from autograder.grading.kernel import autograd, codec, devices, forks, protocol, recording
 
 
 class Agent:
@@ -46,7 +46,10 @@ class Agent:
         @comm.on_msg
         def _answer(msg):
             data = msg["content"]["data"]
-            comm.send({"autograder": self.rpc(data.get("request", ""))})
+            answer = self.rpc(data.get("request", ""))
+            if forks.is_copy():  # a copy the student's code forked during the call: the kernel answers, not it
+                forks.end_copy()
+            comm.send({"autograder": answer})
 
     def encode(self, obj, data=False):
         return codec.encode(obj, self.handles.handle, data)
