@@ -29,8 +29,8 @@ How to run it, from the repository root on a machine with a CUDA GPU:
 Expected run time on one GPU: about 6 minutes with the defaults (8 models x (30 s of training + a few
 seconds of evaluation), plus generating the data of both programs, about a minute, plus chapter 08's
 attention, under half a minute), under the 8 minutes the check is allowed; ``--max-seconds`` trades
-training time for accuracy. Where it was run and what it measured is recorded in the chapters that quote
-it (chapters 07 and 08).
+training time for accuracy. One run's ``summary.json`` ships as ``attention_course/assets/gpu_check_results.json``
+(where and when it was made: ``attention_course/assets/__init__.py``), which chapters 05, 07 and 08 read.
 
 Without CUDA it refuses (exit status 2) unless ``--allow-cpu`` is given: it then trains the ``tiny``
 configurations on the CPU for a few seconds per model, which checks the script's plumbing (data,

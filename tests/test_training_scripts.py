@@ -79,6 +79,33 @@ def test_gpu_check_tiny_cpu_run_writes_figures_and_summary(tmp_path):
         history = model["history"]
         assert len(history["step"]) == len(history["valid_loss"]) >= 1, model["label"]
         assert all(math.isfinite(x) and x > 0 for x in history["train_loss"] + history["valid_loss"]), model["label"]
+    check_shipped_gpu_record(summary)
+
+
+def check_shipped_gpu_record(fresh: dict) -> None:
+    """The GPU check's record that chapters 05, 07 and 08 read is what this script writes (the same keys, two
+    levels down, as the run above), made on CUDA in the full configuration, with every model evaluated on its
+    whole test split."""
+    from attention_course import assets
+
+    shipped = json.loads(assets.path("gpu_check_results.json").read_text())
+
+    def keys(value, depth=2):
+        return {k: keys(v, depth - 1) for k, v in value.items()} if isinstance(value, dict) and depth else None
+
+    assert keys(shipped) == keys(fresh), "gpu_check_results.json is not shaped as scripts/gpu_check.py writes it now"
+    assert shipped["cuda_available"] and shipped["device"] == "cuda" and shipped["config"] == "full", shipped["device"]
+    assert set(shipped["variants"]["variants"]) == set(fresh["variants"]["variants"])
+    assert set(shipped["transformer"]["models"]) == set(fresh["transformer"]["models"])
+    tests = {
+        "variants": shipped["variants"]["config"]["num_test"],
+        "transformer": shipped["transformer"]["data"]["test_pairs"],
+    }
+    for program, key in (("variants", "variants"), ("transformer", "models")):
+        for model in shipped[program][key].values():
+            assert sum(row["count"] for row in model["by_length"].values()) == tests[program], model["label"]
+    for name, row in shipped["attention_at_scale"]["methods"].items():
+        assert all(mb is not None and mb > 0 for mb in row["peak_mb"]), f"{name}: no GPU memory measured"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here: the script would not refuse")

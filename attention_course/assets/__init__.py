@@ -37,6 +37,9 @@ regenerable from the repository:
 - ``perceiver_cost_results.json`` and ``perceiver_cost.svg``: chapter 09's memory and time of cross-attention
   against self-attention as the inputs grow from 16 to 16,384, and their log-log plot
   (``python -m experiments.perceiver_cost``);
+- ``gpu_check_results.json``: what the course's GPU check measured on one GPU, read by chapters 05, 07 and 08 (its
+  ``summary.json``, unchanged, from ``python3 scripts/gpu_check.py --max-seconds 30 --quiet --out DIR`` run once
+  at commit b311fc7 on one NVIDIA H200 with torch 2.11.0+cu130, 2026-12-04; the file names the GPU and versions);
 - ``diagrams/``: the chapters' schematic diagrams, SVG (``python -m scripts.diagrams``; one module per diagram
   in ``scripts/diagrams/``).
 
