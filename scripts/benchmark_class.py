@@ -23,8 +23,7 @@ It prints, and writes to ``--out`` (JSON, with the command, the date, the machin
 - the projection for ``--project`` submissions on N workers (:func:`project`: CPU-seconds per submission
   on the workers over their cores, against the coordinator's share, measured apart: its CPU in the run
   less its start on an empty class);
-- whether grades.csv and details.csv are identical across the runs, apart from the recipes whose grade
-  depends on timing (a fork bomb: :data:`TIMING_DEPENDENT`, reported apart; exit status 1 when others differ);
+- whether grades.csv and details.csv are identical across the runs (exit status 1 when they are not);
 - with ``--nbgrader N``: scripts/benchmark_grader.py's comparison on N honest submissions, plain
   ``nbgrader autograde`` against ``--jobs 1``, as machine-wide busy CPU per submission and its ratio
   (the target: at most 0.5).
@@ -68,10 +67,6 @@ ASSIGNMENT = class_mix.ASSIGNMENT
 RUNS = ("jobs1", "jobs2", "distributed")
 # columns that may differ between runs of the same grades: none so far (every column is compared)
 IGNORED_COLUMNS: dict[str, set[str]] = {"grades.csv": set(), "details.csv": set()}
-# recipes whose grade depends on timing as well as on the code: a fork bomb's cell races its own children (the
-# kernel may or may not survive them: tests/grader_zoo.py leaves its score open) and, on busy cores, may run
-# past --call-timeout. Their differences between runs are reported apart from the others.
-TIMING_DEPENDENT = ("fork_bomb",)
 
 
 def project(submissions: int, worker_cpu_s: float, coordinator_cpu_s: float, workers: int,
@@ -222,31 +217,6 @@ def differences(outs: dict[str, Path]) -> list[str]:
     return found
 
 
-def judge(problems: list[str], submissions: list) -> dict:
-    """The differences between runs (:func:`differences`' lines) split by recipe: those of the timing-dependent
-    recipes (:data:`TIMING_DEPENDENT`) and the others, which are real disagreements."""
-    recipes = {s.student: s.recipe for s in submissions}
-    timing, scores, others = set(), set(), []
-    for line in problems:
-        words = line.split()
-        student = words[1] if len(words) > 1 else ""
-        if recipes.get(student) in TIMING_DEPENDENT:
-            timing.add(student)
-            if line.startswith("grades.csv") and "'score':" in line:
-                scores.add(student)
-        else:
-            others.append(line)
-    return {
-        "grades_identical_but_timing": not others,
-        "timing_dependent": {
-            "recipes": list(TIMING_DEPENDENT),
-            "in_class": sum(recipes[s] in TIMING_DEPENDENT for s in recipes),
-            "differing": sorted(timing),
-            "score_differing": sorted(scores),
-        },
-    }
-
-
 def compare_with_nbgrader(count: int, scratch: Path) -> dict:
     """scripts/benchmark_grader.py's comparison (nbgrader autograde and --jobs 1) on ``count`` honest submissions."""
     import benchmark_grader
@@ -346,11 +316,9 @@ def show(result: dict) -> None:
         print(f"\nnbgrader on {n['count']} honest submissions: {n['nbgrader_busy_cpu_s_per_submission']} busy "
               f"CPU-s per submission, --jobs 1 {n['jobs1_busy_cpu_s_per_submission']}: ratio {n['cpu_ratio']} "
               f"(target <= 0.5: {verdict}); scores agree: {n['scores_agree']}")  # fmt: skip
-    same, timing = result["grades_identical"], result["timing_dependent"]
-    print(f"\ngrades.csv and details.csv identical across {', '.join(result['compared'])}: {same}; "
-          f"but for {', '.join(timing['recipes'])} ({timing['in_class']} in the class, timing-dependent): "
-          f"{result['grades_identical_but_timing']} ({len(timing['differing'])} differ, "
-          f"{len(timing['score_differing'])} in score)")  # fmt: skip
+    print(
+        f"\ngrades.csv and details.csv identical across {', '.join(result['compared'])}: {result['grades_identical']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,7 +375,6 @@ def main(argv: list[str] | None = None) -> int:
             result["versus_nbgrader"] = compare_with_nbgrader(args.nbgrader, scratch)
     result["compared"] = list(outs)
     result["grades_identical"] = not problems
-    result.update(judge(problems, submissions))
     result["differences"] = problems[:50]
     result["machine"]["load_after"] = load()
     workers = [int(n) for n in args.project_workers.split(",")]
@@ -419,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
-    return 0 if result["grades_identical_but_timing"] else 1
+    return 0 if result["grades_identical"] else 1
 
 
 if __name__ == "__main__":

@@ -85,13 +85,6 @@ def passage(result: dict, name: str) -> str:
                 + (";\n" if i + 1 < len(timed) else ".\n"))  # fmt: skip
     if result["grades_identical"]:
         p.plain("\n`grades.csv` and `details.csv` were identical across the runs.\n")
-    elif result.get("grades_identical_but_timing"):
-        t = "timing_dependent"
-        p.plain("\n`grades.csv` and `details.csv` were identical across the runs for every submission but the fork "
-                "bombs (`while True: os.fork()`), whose grade depends on timing:\n")  # fmt: skip
-        p.add("{d} of the {n} had a `timeout` flag in one run and not in another, ",
-              d=(f"len({t}['differing'])", "d"), n=(f"{t}['in_class']", "d"))  # fmt: skip
-        p.add("and {s} of them a different score.\n", s=(f"len({t}['score_differing'])", "d"))
     else:
         p.plain("\n`grades.csv` and `details.csv` were NOT identical across the runs (see the result file).\n")
     q = "projection"

@@ -134,27 +134,6 @@ def test_the_projection_against_a_hand_worked_example(scripts):
             "workers": workers, "hours": pytest.approx(500 / 3600), "limit": "coordinator"}  # fmt: skip
 
 
-def test_differences_are_judged_by_recipe(scripts, klass):
-    """Only the timing-dependent recipe (a fork bomb) may differ between runs; any other student's row that
-    differs, or a run with another number of rows, is a real disagreement."""
-    benchmark_class = scripts[1]
-    bomb = next(s.student for s in klass if s.recipe == "fork_bomb")
-    honest = next(s.student for s in klass if s.kind == "honest")
-    flag = f"grades.csv {bomb} : jobs1 vs jobs2: {{'flags': ('suspicious_code', 'suspicious_code;timeout')}}"
-    score = f"grades.csv {bomb} : jobs1 vs jobs2: {{'score': ('24', '6')}}"
-    detail = f"details.csv {bomb} softmax_hidden: jobs1 vs jobs2: {{'score': ('2', '0')}}"
-    judged = benchmark_class.judge([flag, score, detail], klass)
-    assert judged["grades_identical_but_timing"]
-    assert judged["timing_dependent"]["differing"] == [bomb]
-    assert judged["timing_dependent"]["score_differing"] == [bomb]
-    assert judged["timing_dependent"]["in_class"] == sum(s.recipe == "fork_bomb" for s in klass) >= 1
-    assert benchmark_class.judge([], klass)["timing_dependent"]["differing"] == []
-    for real in (f"grades.csv {honest} : jobs1 vs distributed: {{'score': ('24', '21')}}",
-                 "grades.csv: jobs1 has 30 rows, jobs2 29"):  # fmt: skip
-        judged = benchmark_class.judge([flag, real], klass)
-        assert not judged["grades_identical_but_timing"], real
-
-
 @pytest.mark.parametrize("guide", GUIDES)
 def test_the_guides_quote_their_figures_from_the_result_files(guide):
     assert document_claims.problems(course.ROOT / guide) == []
@@ -170,7 +149,7 @@ def test_grading_quotes_the_class_benchmark(scripts):
     assert RESULT in results, f"SPEED.md quotes nothing from {RESULT}"
     data = json.loads((course.ROOT / RESULT).read_text())
     assert all("wall_s" in data["runs"][run] for run in ("jobs1", "jobs2", "distributed"))
-    assert data["grades_identical_but_timing"], f"the runs disagree beyond the fork bombs: {data['differences']}"
+    assert data["grades_identical"], f"the runs disagree: {data['differences']}"
     import class_passage
 
     assert class_passage.passage(data, RESULT) in grading.read_text(), "run scripts/class_passage.py and paste it"
