@@ -62,8 +62,8 @@ def open_page(browser, url: str, viewport: dict, init_script: str | None = None)
     """A page whose console errors and outside requests are recorded (and the latter refused);
     ``init_script`` runs in every document the page loads, before the page's own scripts."""
     context = browser.new_context(viewport=viewport)
-    # Playwright's waits default to 30 s; a bound for a hang, not a speed target: on a loaded 2-core CI (the
-    # axe audits and the grader's sandboxes beside it) a math-heavy chapter took 35 s to go network-idle
+    # Playwright's waits default to 30 s; 120 s is a bound for a hang, not a speed target (a loaded 2-core CI,
+    # the axe audits and the grader's sandboxes beside it, makes every page slower)
     context.set_default_timeout(120_000)
     if init_script is not None:
         context.add_init_script(script=init_script)

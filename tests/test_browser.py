@@ -89,7 +89,9 @@ def test_page_as_a_reader_sees_it(site, browser, path):
         context, page, problems = open_page(browser, base + path, viewport)
         try:
             wait_for_math(page)
-            page.wait_for_load_state("networkidle")
+            # every image loaded (or failed): what the checks below read. Not "networkidle", which Playwright
+            # discourages for tests: twice on CI one stray connection kept a chapter from ever going idle
+            page.wait_for_function("() => [...document.images].every(i => i.complete)")
             if full_matrix():
                 shot = SCREENSHOTS / "student" / f"{path.removesuffix('.html').replace('/', '__')}-{width}.png"
                 shot.parent.mkdir(parents=True, exist_ok=True)
